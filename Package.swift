@@ -1,0 +1,49 @@
+// swift-tools-version:6.1
+//===----------------------------------------------------------------------===//
+// RingIO — Apple's dispatch I/O model on io_uring, for Linux.
+//===----------------------------------------------------------------------===//
+
+import PackageDescription
+
+// Compile-time switches (pass with `-Xswiftc -D<NAME>`):
+//
+// - BYTEROPES_INTERNAL_CHECKS: every ByteRope mutation re-validates the whole tree
+//   (heights, fill factors, cached counts, no empty regions). Costs O(n) per operation:
+//   for debugging only. The test suite calls the same validation explicitly instead.
+let package = Package(
+    name: "RingIO",
+    products: [
+        .library(name: "ByteRopes", targets: ["ByteRopes"]),
+        .library(name: "ByteRopesFoundationCompat", targets: ["ByteRopesFoundationCompat"]),
+        .library(name: "RingIO", targets: ["RingIO"]),
+        .executable(name: "rope-tour", targets: ["RopeTour"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1")
+    ],
+    targets: [
+        // liburing, imported per STYLE.md "Bringing in liburing" (the header order matters).
+        .systemLibrary(
+            name: "CLiburing",
+            pkgConfig: "liburing",
+            providers: [.apt(["liburing-dev"])]
+        ),
+        // The rope: no C module of ours, no ring.
+        .target(name: "ByteRopes"),
+        // Foundation `Data` interop, kept out of ByteRopes so the rope stays light.
+        .target(name: "ByteRopesFoundationCompat", dependencies: ["ByteRopes"]),
+        // The engine, channels and sources (issues 3–5). Re-exports ByteRopes.
+        .target(
+            name: "RingIO",
+            dependencies: [
+                "CLiburing",
+                "ByteRopes",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        .executableTarget(name: "RopeTour", dependencies: ["ByteRopes"], path: "Examples/RopeTour"),
+        .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
+        .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,36 @@
+// RingIO — CLiburing: the liburing shim. See STYLE.md, "Bringing in liburing".
+#ifndef CLIBURING_H
+#define CLIBURING_H
+
+// glibc first, so <features.h> sees the same macros as Swift's Glibc module;
+// liburing.h's own _GNU_SOURCE then changes nothing (the order swift-nio's CNIOLinux.h uses).
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <inttypes.h>
+#include <time.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/epoll.h>
+// The kernel UAPI header before liburing's private copy (same guard, LINUX_IO_URING_H):
+// swift-system's CSystem includes this one, and two different io_uring_sqe layouts in one
+// Swift module fail to merge.
+#include <linux/io_uring.h>
+#include <liburing.h>
+
+// Importer limitation: IOSQE_* are macros built over enum bit positions.
+static const unsigned char CLiburing_IOSQE_IO_LINK = IOSQE_IO_LINK;
+static const unsigned char CLiburing_IOSQE_ASYNC = IOSQE_ASYNC;
+static const unsigned char CLiburing_IOSQE_BUFFER_SELECT = IOSQE_BUFFER_SELECT;
+// Importer limitation: POLLRDHUP needs _GNU_SOURCE (kept off above); EPOLLRDHUP has the same value.
+static const unsigned CLiburing_POLLRDHUP = EPOLLRDHUP;
+// Importer limitation: LIBURING_UDATA_TIMEOUT is ((__u64) -1), which Swift rejects as a literal.
+static const uint64_t CLiburing_UDATA_TIMEOUT = LIBURING_UDATA_TIMEOUT;
+
+// Importer limitation: flag macros over enum bit positions cannot be applied from Swift.
+static inline void CLiburing_sqe_set_link(struct io_uring_sqe *sqe) { sqe->flags |= IOSQE_IO_LINK; }
+
+#endif
