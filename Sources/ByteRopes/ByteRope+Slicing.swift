@@ -64,6 +64,19 @@ extension ByteRope {
         self.subrange(range.relative(to: 0..<self.count))
     }
 
+    /// The bytes from `range.lowerBound` to the end, as a new rope re-based at index 0.
+    ///
+    /// - Precondition: `0 <= range.lowerBound <= count`.
+    /// - Complexity: See ``subrange(_:)-(Range<Int>)``.
+    public func subrange(_ range: PartialRangeFrom<Int>) -> ByteRope {
+        let count = self.count
+        precondition(
+            range.lowerBound >= 0 && range.lowerBound <= count,
+            "ByteRope.subrange(\(range.lowerBound)...) out of bounds 0..<\(count)"
+        )
+        return self.subrange(range.lowerBound..<count)
+    }
+
     /// Creates a rope of the bytes of `slice`, re-based at index 0, sharing the base rope's
     /// regions.
     ///

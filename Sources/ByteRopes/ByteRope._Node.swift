@@ -182,8 +182,9 @@ extension _Node {
 
     /// Appends the tree `other`, no taller than `node`, at the right edge of `node`.
     ///
-    /// `other` may be a root (fewer than `minEntries` entries): it is merged with the node of
-    /// its height on `node`'s right spine, which is either the root or holds ≥ minEntries.
+    /// A full `other` (≥ minEntries entries) becomes a new child of the spine node one level
+    /// above it, shared as it is; a smaller one (a root) is merged with the node of its own
+    /// height on `node`'s right spine, which is the root or holds ≥ minEntries itself.
     ///
     /// - Returns: A new right sibling of `node` when `node` overflowed and split.
     /// - Complexity: O(node.height − other.height + 1).
@@ -200,14 +201,19 @@ extension _Node {
             }
             return node.entryCount > maxEntries ? node.splitOffSuffix() : nil
         }
-        guard let sibling = self.append(other, to: &node.children[node.children.count - 1]) else {
-            return nil
+        if node.height == other.height + 1 && other.entryCount >= minEntries {
+            node.children.append(other)
+        } else {
+            guard let sibling = self.append(other, to: &node.children[node.children.count - 1]) else {
+                return nil
+            }
+            node.children.append(sibling)
         }
-        node.children.append(sibling)
         return node.children.count > maxEntries ? node.splitOffSuffix() : nil
     }
 
-    /// Inserts the tree `other`, no taller than `node`, at the left edge of `node`.
+    /// Inserts the tree `other`, no taller than `node`, at the left edge of `node`; the mirror
+    /// image of `append(_:to:)`.
     ///
     /// - Returns: A new left sibling of `node` when `node` overflowed and split.
     /// - Complexity: O(node.height − other.height + 1).
@@ -224,10 +230,14 @@ extension _Node {
             }
             return node.entryCount > maxEntries ? node.splitOffPrefix() : nil
         }
-        guard let sibling = self.prepend(other, to: &node.children[0]) else {
-            return nil
+        if node.height == other.height + 1 && other.entryCount >= minEntries {
+            node.children.insert(other, at: 0)
+        } else {
+            guard let sibling = self.prepend(other, to: &node.children[0]) else {
+                return nil
+            }
+            node.children.insert(sibling, at: 0)
         }
-        node.children.insert(sibling, at: 0)
         return node.children.count > maxEntries ? node.splitOffPrefix() : nil
     }
 
@@ -235,7 +245,10 @@ extension _Node {
     ///
     /// - Complexity: O(|left.height − right.height| + 1).
     internal static func concat(_ left: inout _Node, _ right: _Node) {
-        if left.height >= right.height {
+        if left.height == right.height && left.entryCount >= minEntries && right.entryCount >= minEntries {
+            // Two full trees of one height: share both whole under a new root.
+            left = _Node(children: [left, right])
+        } else if left.height >= right.height {
             if let sibling = self.append(right, to: &left) {
                 left = _Node(children: [left, sibling])
             }
