@@ -65,12 +65,12 @@ extension ByteRope {
         case .one(let first):
             self._repr = .two(first, slice)
         case .two(let first, let second):
-            self._repr = .tree(_Node(slices: [first, second, slice]))
+            self._repr = .tree(_Node(first, second, slice))
         case .tree(var root):
             // Drop our own reference first so that `root` can be uniquely referenced.
             self._repr = .empty
             if let sibling = _Node.append(slice, to: &root) {
-                root = _Node(children: [root, sibling])
+                root = _Node(root, sibling)
             }
             self._repr = .tree(root)
         }
@@ -84,16 +84,16 @@ extension ByteRope {
         case .one(let first):
             var root = otherRoot
             if let sibling = _Node.prepend(first, to: &root) {
-                root = _Node(children: [sibling, root])
+                root = _Node(sibling, root)
             }
             self._repr = .tree(root)
         case .two(let first, let second):
             var root = otherRoot
             if let sibling = _Node.prepend(second, to: &root) {
-                root = _Node(children: [sibling, root])
+                root = _Node(sibling, root)
             }
             if let sibling = _Node.prepend(first, to: &root) {
-                root = _Node(children: [sibling, root])
+                root = _Node(sibling, root)
             }
             self._repr = .tree(root)
         case .tree(var root):

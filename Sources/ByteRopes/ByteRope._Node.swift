@@ -37,25 +37,44 @@ internal final class _Node {
     @usableFromInline @exclusivity(unchecked)
     internal var children: ContiguousArray<_Node>
 
-    /// A leaf over `slices`.
-    internal init(slices: ContiguousArray<_Slice>) {
+    /// A leaf over `slices`. Its array is allocated once, with room for an overfull node.
+    internal init(slices: some Collection<_Slice>) {
         self.height = 0
-        self.slices = slices
+        self.slices = []
         self.slices.reserveCapacity(_Node.maxEntries + 1)
+        self.slices.append(contentsOf: slices)
         self.children = []
         self.count = 0
         self.regionCount = 0
         self.recomputeTotals()
     }
 
-    /// An inner node over `children`, which all have the same height.
-    internal init(children: ContiguousArray<_Node>) {
-        self.height = children[0].height + 1
+    /// An inner node over `children`, which all have the same height. Its array is allocated
+    /// once, with room for an overfull node.
+    internal init(children: some Collection<_Node>) {
+        self.height = children.first!.height + 1
         self.slices = []
-        self.children = children
+        self.children = []
         self.children.reserveCapacity(_Node.maxEntries + 1)
+        self.children.append(contentsOf: children)
         self.count = 0
         self.regionCount = 0
+        self.recomputeTotals()
+    }
+
+    /// A leaf of three slices: a rope outgrowing its inline forms.
+    internal convenience init(_ first: _Slice, _ second: _Slice, _ third: _Slice) {
+        self.init(slices: CollectionOfOne(first))
+        self.slices.append(second)
+        self.slices.append(third)
+        self.recomputeTotals()
+    }
+
+    /// An inner node of two children of the same height: a root that split, or two joined
+    /// trees.
+    internal convenience init(_ left: _Node, _ right: _Node) {
+        self.init(children: CollectionOfOne(left))
+        self.children.append(right)
         self.recomputeTotals()
     }
 
@@ -101,10 +120,10 @@ internal final class _Node {
         let keep = self.entryCount / 2
         let sibling: _Node
         if self.height == 0 {
-            sibling = _Node(slices: ContiguousArray(self.slices[keep...]))
+            sibling = _Node(slices: self.slices[keep...])
             self.slices.removeSubrange(keep...)
         } else {
-            sibling = _Node(children: ContiguousArray(self.children[keep...]))
+            sibling = _Node(children: self.children[keep...])
             self.children.removeSubrange(keep...)
         }
         self.count -= sibling.count
@@ -117,10 +136,10 @@ internal final class _Node {
         let move = self.entryCount / 2
         let sibling: _Node
         if self.height == 0 {
-            sibling = _Node(slices: ContiguousArray(self.slices[..<move]))
+            sibling = _Node(slices: self.slices[..<move])
             self.slices.removeSubrange(..<move)
         } else {
-            sibling = _Node(children: ContiguousArray(self.children[..<move]))
+            sibling = _Node(children: self.children[..<move])
             self.children.removeSubrange(..<move)
         }
         self.count -= sibling.count
@@ -247,15 +266,15 @@ extension _Node {
     internal static func concat(_ left: inout _Node, _ right: _Node) {
         if left.height == right.height && left.entryCount >= minEntries && right.entryCount >= minEntries {
             // Two full trees of one height: share both whole under a new root.
-            left = _Node(children: [left, right])
+            left = _Node(left, right)
         } else if left.height >= right.height {
             if let sibling = self.append(right, to: &left) {
-                left = _Node(children: [left, sibling])
+                left = _Node(left, sibling)
             }
         } else {
             var root = right
             if let sibling = self.prepend(left, to: &root) {
-                root = _Node(children: [sibling, root])
+                root = _Node(sibling, root)
             }
             left = root
         }
