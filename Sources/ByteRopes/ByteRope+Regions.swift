@@ -29,12 +29,17 @@ extension ByteRope {
             guard try body(0, first.bytes) else { return false }
             return try body(first.count, second.bytes)
         case .tree(let root):
+            // Leaf by leaf, with no closure context and no retain per region: the rope,
+            // borrowed for the call, keeps every node and region alive.
             var offset = 0
-            return try withExtendedLifetime(root) {
-                try root.forEachSlice { slice in
-                    defer { offset += slice.count }
-                    return try body(offset, slice.bytes)
+            return try root.forEachLeaf { leaf in
+                for slot in 0..<leaf.slices.count {
+                    let base = leaf.slices[slot].base
+                    let count = leaf.slices[slot].count
+                    guard try body(offset, UnsafeRawBufferPointer(start: base, count: count)) else { return false }
+                    offset &+= count
                 }
+                return true
             }
         }
     }

@@ -376,19 +376,17 @@ extension _Node {
         }
     }
 
-    /// Calls `body` with each slice of the subtree, in order, until it returns false.
+    /// Calls `body` with each leaf of the subtree, in order, until it returns false.
     ///
-    /// - Returns: Whether every slice was visited.
+    /// - Returns: Whether every leaf was visited.
+    /// - Complexity: O(nodes); recursion depth `height`; allocates nothing.
     @inlinable
-    internal func forEachSlice(_ body: (_Slice) throws -> Bool) rethrows -> Bool {
+    internal func forEachLeaf(_ body: (_Node) throws -> Bool) rethrows -> Bool {
         if self.height == 0 {
-            for slice in self.slices where try !body(slice) {
-                return false
-            }
-            return true
+            return try body(self)
         }
-        for child in self.children where try !child.forEachSlice(body) {
-            return false
+        for index in 0..<self.children.count {
+            guard try self.children[index].forEachLeaf(body) else { return false }
         }
         return true
     }
