@@ -61,7 +61,14 @@ extension ByteRope {
                 let searchLength = Swift.min(slice.count - position, lastStart - (regionStart + position) + 1)
                 guard let hit = memchr(slice.base + position, first, searchLength) else { break }
                 let candidate = UnsafeRawPointer(hit) - slice.base
-                if Self._matches(needle, slice: slice, at: candidate, following: cursor) {
+                let matched: Bool
+                if candidate + needleCount <= slice.count {
+                    // The common case: the whole candidate lies in this region.
+                    matched = memcmp(slice.base + candidate, needleBase, needleCount) == 0
+                } else {
+                    matched = Self._matches(needle, slice: slice, at: candidate, following: cursor)
+                }
+                if matched {
                     let start = regionStart + candidate
                     return start..<start + needleCount
                 }
