@@ -77,6 +77,8 @@ extension ByteRope: RandomAccessCollection {
         }
 
         /// The next byte, or `nil` at the end.
+        ///
+        /// - Complexity: O(1) amortized.
         @inlinable
         public mutating func next() -> UInt8? {
             if let next = self._next, next != self._end {
@@ -97,6 +99,8 @@ extension ByteRope: RandomAccessCollection {
     }
 
     /// Copies the bytes into `buffer`, region by region (used by `Array(rope)` and friends).
+    ///
+    /// - Complexity: O(*n*).
     public func _copyContents(
         initializing buffer: UnsafeMutableBufferPointer<UInt8>
     ) -> (Iterator, UnsafeMutableBufferPointer<UInt8>.Index) {

@@ -104,10 +104,14 @@ extension ByteRope {
         }
 
         /// Always 0.
+        ///
+        /// - Complexity: O(1).
         @inlinable
         public var startIndex: Int { 0 }
 
         /// The number of regions.
+        ///
+        /// - Complexity: O(1).
         @inlinable
         public var endIndex: Int { self.rope.regionCount }
 
@@ -138,7 +142,9 @@ extension ByteRope {
             }
         }
 
-        /// Iterates over the regions in O(1) amortized per region.
+        /// An iterator over the regions.
+        ///
+        /// - Complexity: O(1); each step is O(1) amortized.
         @inlinable
         public func makeIterator() -> Iterator {
             Iterator(cursor: _SliceCursor(self.rope), offset: 0)
@@ -158,6 +164,8 @@ extension ByteRope {
             }
 
             /// The next region, or `nil` after the last.
+            ///
+            /// - Complexity: O(1) amortized.
             @inlinable
             public mutating func next() -> Region? {
                 guard let slice = self.cursor.next() else { return nil }
