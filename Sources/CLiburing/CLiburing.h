@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 // The kernel UAPI header before liburing's private copy (same guard, LINUX_IO_URING_H):
 // swift-system's CSystem includes this one, and two different io_uring_sqe layouts in one
 // Swift module fail to merge.

@@ -5,22 +5,231 @@
 import CLiburing
 import SystemPackage
 
-/// Thin wrappers over liburing. liburing returns `-errno` and does not set `errno`; each
-/// wrapper turns that into a thrown `Errno` at once.
-internal enum Syscalls {
-    /// Sets up an io_uring instance of `entries` submission entries and tears it down again:
-    /// whether this process may use io_uring at all.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One io_uring instance, as liburing sees it.
+///
+/// Owned by one thread (the ring thread), which is the only one that calls these methods.
+/// liburing returns `-errno` and does not set `errno`: every wrapper turns a failure into a
+/// thrown `Errno` straight away, retrying on `EINTR` where a retry is meaningful.
+internal struct _URing {
+    /// Stable address for liburing: the struct is allocated once and never moves.
+    private let ring: UnsafeMutablePointer<io_uring>
+    /// The setup flags the kernel accepted.
+    internal let setupFlags: UInt32
+    /// `io_uring_params.features` as the kernel reported them.
+    internal let features: UInt32
+    internal let submissionEntries: UInt32
+    internal let completionEntries: UInt32
+
+    /// The setup flag sets tried in order, best first; the kernel answers `EINVAL` to a flag it
+    /// does not know, and we fall back to the next set.
+    private static let setupFlagChoices: [UInt32] = [
+        IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN
+            | IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,
+        IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE,
+        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE,
+        IORING_SETUP_CQSIZE,
+        0,
+    ]
+
+    /// Sets up a ring of `entries` submission entries and a completion queue `cqMultiple`
+    /// times larger, with the best flags the kernel accepts.
     ///
-    /// The corresponding liburing calls are `io_uring_queue_init` and `io_uring_queue_exit`.
+    /// Must be called on the thread that will submit (SINGLE_ISSUER).
+    /// The corresponding liburing call is `io_uring_queue_init_params`.
     ///
-    /// - Throws: `Errno.noFunction` (ENOSYS) on kernels without io_uring;
-    ///   `Errno.notPermitted` (EPERM) when `kernel.io_uring_disabled` or a seccomp profile
-    ///   forbids it; `Errno.noMemory` when the locked-memory limit is too low.
+    /// - Throws: The `Errno` of the last attempt: `ENOSYS` (no io_uring), `EPERM`
+    ///   (disabled by sysctl or seccomp), `ENOMEM` (locked-memory limit), …
     @inline(never)
-    internal static func probeRingSetUp(entries: UInt32 = 2) throws(Errno) {
-        var ring = io_uring()
-        let result = io_uring_queue_init(entries, &ring, 0)
-        guard result == 0 else { throw Errno(rawValue: -result) }
-        io_uring_queue_exit(&ring)
+    internal init(entries: UInt32, cqMultiple: UInt32) throws(Errno) {
+        let ring = UnsafeMutablePointer<io_uring>.allocate(capacity: 1)
+        ring.initialize(to: io_uring())
+        var lastError = Errno.invalidArgument
+        for flags in Self.setupFlagChoices {
+            var params = io_uring_params()
+            params.flags = flags
+            params.cq_entries = entries &* cqMultiple
+            let result = io_uring_queue_init_params(entries, ring, &params)
+            if result == 0 {
+                self.ring = ring
+                self.setupFlags = flags
+                self.features = params.features
+                self.submissionEntries = params.sq_entries
+                self.completionEntries = params.cq_entries
+                return
+            }
+            lastError = Errno(rawValue: -result)
+            guard lastError == .invalidArgument else { break }
+        }
+        ring.deinitialize(count: 1)
+        ring.deallocate()
+        throw lastError
+    }
+
+    /// Tears the ring down. The corresponding liburing call is `io_uring_queue_exit`.
+    internal func close() {
+        io_uring_queue_exit(self.ring)
+        self.ring.deinitialize(count: 1)
+        self.ring.deallocate()
+    }
+
+    /// Whether the kernel supports `opcode`, from `io_uring_get_probe_ring`.
+    internal func supports(_ opcode: io_uring_op) -> Bool {
+        guard let probe = io_uring_get_probe_ring(self.ring) else { return false }
+        defer { io_uring_free_probe(probe) }
+        return io_uring_opcode_supported(probe, Int32(opcode.rawValue)) != 0
+    }
+
+    // MARK: Submission
+
+    /// A free submission entry, or `nil` when the SQ is full.
+    /// The corresponding liburing call is `io_uring_get_sqe`.
+    @inline(__always)
+    internal func nextSQE() -> UnsafeMutablePointer<io_uring_sqe>? {
+        io_uring_get_sqe(self.ring)
+    }
+
+    /// Submits what is prepared and, when `wait` is true, blocks until at least one completion
+    /// is ready; otherwise only runs pending task work.
+    ///
+    /// The corresponding liburing calls are `io_uring_submit_and_wait` and
+    /// `io_uring_submit_and_get_events`.
+    ///
+    /// - Returns: The number of entries submitted.
+    /// - Throws: `EBUSY`/`EAGAIN` when the kernel cannot take more until completions are reaped
+    ///   (CQ overflow with NODROP): reap, then call again.
+    internal func submit(wait: Bool) throws(Errno) -> Int {
+        while true {
+            let result = wait ? io_uring_submit_and_wait(self.ring, 1) : io_uring_submit_and_get_events(self.ring)
+            if result >= 0 { return Int(result) }
+            let error = Errno(rawValue: -result)
+            if error == .interrupted { return 0 }  // a signal: the loop turns and comes back
+            throw error
+        }
+    }
+
+    /// The number of entries prepared and not yet submitted.
+    @inline(__always)
+    internal var pendingSubmissions: UInt32 {
+        io_uring_sq_ready(self.ring)
+    }
+
+    // MARK: Completion
+
+    /// Copies up to `buffer.count` ready completions into `buffer` and marks them seen.
+    ///
+    /// The corresponding liburing calls are `io_uring_peek_batch_cqe` and `io_uring_cq_advance`.
+    internal func reap(into buffer: UnsafeMutableBufferPointer<RingCompletion>) -> Int {
+        withUnsafeTemporaryAllocation(of: UnsafeMutablePointer<io_uring_cqe>?.self, capacity: buffer.count) {
+            cqes in
+            let count = Int(io_uring_peek_batch_cqe(self.ring, cqes.baseAddress!, UInt32(buffer.count)))
+            for index in 0..<count {
+                let cqe = cqes[index]!.pointee
+                buffer[index] = RingCompletion(userData: cqe.user_data, result: cqe.res, flags: cqe.flags)
+            }
+            io_uring_cq_advance(self.ring, UInt32(count))
+            return count
+        }
+    }
+
+    /// Whether completions are waiting in the kernel's overflow list.
+    internal var hasOverflow: Bool {
+        io_uring_cq_has_overflow(self.ring)
+    }
+}
+
+/// A completion copied out of the CQ.
+internal struct RingCompletion {
+    internal var userData: UInt64
+    internal var result: Int32
+    internal var flags: UInt32
+
+    internal init(userData: UInt64, result: Int32, flags: UInt32) {
+        self.userData = userData
+        self.result = result
+        self.flags = flags
+    }
+
+    /// More completions will follow for the same operation (multishot).
+    internal var hasMore: Bool { self.flags & IORING_CQE_F_MORE != 0 }
+}
+
+// MARK: - Preparing operations
+
+/// What an operation asks the kernel to do. Each case fills one SQE.
+internal enum RingRequest {
+    case nop
+    /// Read into `buffer` at `offset` (-1: the file position).
+    case read(fd: CInt, buffer: UnsafeMutableRawBufferPointer, offset: Int64)
+    /// Write `buffer` at `offset` (-1: the file position).
+    case write(fd: CInt, buffer: UnsafeRawBufferPointer, offset: Int64)
+    /// A one-shot timeout; `spec` must stay alive until the operation is submitted.
+    case timeout(spec: _KernelTimespec)
+    /// Cancel the operation with this user data.
+    case cancel(userData: UInt64)
+    /// Cancel every operation of this ring.
+    case cancelAll
+
+    /// Fills `sqe`. The corresponding liburing calls are `io_uring_prep_*`.
+    internal func prepare(_ sqe: UnsafeMutablePointer<io_uring_sqe>, userData: UInt64) {
+        switch self {
+        case .nop:
+            io_uring_prep_nop(sqe)
+        case .read(let fd, let buffer, let offset):
+            io_uring_prep_read(sqe, fd, buffer.baseAddress, UInt32(clamping: buffer.count), UInt64(bitPattern: offset))
+        case .write(let fd, let buffer, let offset):
+            io_uring_prep_write(sqe, fd, buffer.baseAddress, UInt32(clamping: buffer.count), UInt64(bitPattern: offset))
+        case .timeout(let spec):
+            io_uring_prep_timeout(sqe, spec.pointer, 0, 0)
+        case .cancel(let target):
+            io_uring_prep_cancel64(sqe, target, 0)
+        case .cancelAll:
+            io_uring_prep_cancel64(sqe, 0, Int32(IORING_ASYNC_CANCEL_ANY))
+        }
+        io_uring_sqe_set_data64(sqe, userData)
+    }
+}
+
+/// A `__kernel_timespec` at a stable address, for timeout operations.
+internal final class _KernelTimespec {
+    internal let pointer: UnsafeMutablePointer<__kernel_timespec>
+
+    internal init(nanoseconds: Int64) {
+        self.pointer = .allocate(capacity: 1)
+        self.pointer.initialize(
+            to: __kernel_timespec(tv_sec: nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+        )
+    }
+
+    deinit {
+        self.pointer.deallocate()
+    }
+}
+
+// MARK: - eventfd
+
+/// The wake-up descriptor of a ring: other threads write it, the ring keeps a read armed.
+internal enum _EventFD {
+    /// The corresponding C call is `eventfd(0, EFD_CLOEXEC)`.
+    internal static func make() throws(Errno) -> CInt {
+        let fd = eventfd(0, Int32(EFD_CLOEXEC))
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        return fd
+    }
+
+    /// Adds 1 to the counter. Never fails for a valid eventfd (the counter cannot overflow
+    /// with our use: the ring reads it back to 0 on every wake-up).
+    internal static func signal(_ fd: CInt) {
+        var one: UInt64 = 1
+        while true {
+            let written = write(fd, &one, 8)
+            if written == 8 { return }
+            let error = Errno(rawValue: errno)
+            if error == .interrupted { continue }
+            preconditionFailure("RingIO: write to the ring's eventfd failed: \(error)")
+        }
     }
 }

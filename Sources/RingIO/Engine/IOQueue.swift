@@ -1,0 +1,23 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the engine: where handlers run.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+
+/// Where RingIO runs a handler: a `DispatchQueue`, or an ``IORing`` (its own thread, with no
+/// hop — the fast path for servers).
+///
+/// Handlers given to one queue run one at a time, in the order RingIO hands them over.
+/// RingIO groups the handlers that one completion batch sends to one `DispatchQueue` into a
+/// single `async`.
+public protocol IOQueue: Sendable {
+    /// Runs `work` on this queue, asynchronously: never inside the call.
+    func enqueue(_ work: @escaping @Sendable () -> Void)
+}
+
+extension DispatchQueue: IOQueue {
+    /// Runs `work` with `async`.
+    public func enqueue(_ work: @escaping @Sendable () -> Void) {
+        self.async(execute: work)
+    }
+}

@@ -1,0 +1,66 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the engine: the lock-free inbox through which other threads reach a ring.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+
+/// A multi-producer, single-consumer list of jobs.
+///
+/// Producers push with one compare-and-exchange on the head; the ring thread takes the whole
+/// list with one exchange and reverses it into push order. There is no pop of a single node,
+/// so there is no ABA problem, and no lock anywhere.
+internal final class _Inbox: @unchecked Sendable {
+    // @unchecked: the head is an atomic; a node is written only before the exchange that
+    // publishes it and read only after the exchange that takes it.
+    /// The most recently pushed node (a retained `_Node`), or nil.
+    private let head = Atomic<UnsafeMutableRawPointer?>(nil)
+
+    private final class _Node {
+        let job: @Sendable () -> Void
+        var next: UnsafeMutableRawPointer?
+
+        init(_ job: @escaping @Sendable () -> Void) {
+            self.job = job
+        }
+    }
+
+    deinit {
+        _ = self.drain()
+    }
+
+    /// Adds `job`. Any thread.
+    internal func push(_ job: @escaping @Sendable () -> Void) {
+        let node = _Node(job)
+        let pointer = Unmanaged.passRetained(node).toOpaque()
+        var expected = self.head.load(ordering: .relaxed)
+        while true {
+            node.next = expected
+            let (exchanged, current) = self.head.compareExchange(
+                expected: expected,
+                desired: pointer,
+                ordering: .sequentiallyConsistent
+            )
+            if exchanged { return }
+            expected = current
+        }
+    }
+
+    /// Whether no job is waiting. Any thread; exact only for the consumer.
+    internal var isEmpty: Bool {
+        self.head.load(ordering: .sequentiallyConsistent) == nil
+    }
+
+    /// Takes every waiting job, oldest first. The consumer only.
+    internal func drain() -> [@Sendable () -> Void] {
+        guard var pointer = self.head.exchange(nil, ordering: .acquiring) else { return [] }
+        var jobs: [@Sendable () -> Void] = []
+        while true {
+            let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
+            jobs.append(node.job)
+            guard let next = node.next else { break }
+            pointer = next
+        }
+        jobs.reverse()
+        return jobs
+    }
+}

@@ -1,0 +1,467 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the engine: the state of one ring and the loop of its thread.
+//===----------------------------------------------------------------------===//
+
+import CLiburing
+import Dispatch
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The state of one ring. The ring thread holds a strong reference until it exits, so the
+/// state outlives the `IORing` façade when the façade is dropped with work in flight.
+internal final class _RingCore: @unchecked Sendable {
+    // @unchecked: properties under "ring thread only" are touched only on the ring thread
+    // (checked by `assertOnRingThread()` in debug builds); the others are immutable or atomic.
+
+    // MARK: Immutable after start
+    internal let setup: IORing.Setup
+    private let eventFD: CInt
+    private let inbox = _Inbox()
+    internal let counters = _Counters()
+
+    // MARK: Any thread, atomic
+    /// Set by the ring thread right before it may block in the kernel.
+    private let asleep = Atomic<Bool>(false)
+    /// Set once by `stop`.
+    private let stopRequested = Atomic<Bool>(false)
+    /// Set by the ring thread when it has exited its loop.
+    private let exited = Atomic<Bool>(false)
+    private let threadState = Mutex<(thread: pthread_t?, joined: Bool)>((nil, false))
+    /// The ring thread's identity, for `isRingThread`.
+    private let ringThreadID = Atomic<UInt>(0)
+
+    // MARK: Ring thread only
+    private var uring: _URing
+    private var slots: ContiguousArray<_Slot> = []
+    private var freeSlots: [UInt32] = []
+    private var inFlight = 0
+    /// Completions of the current batch, run after the CQ is drained.
+    private var ready: ContiguousArray<_ReadyCompletion> = []
+    /// Work enqueued on the ring from the ring thread: runs next turn, no wake-up.
+    private var localJobs: [@Sendable () -> Void] = []
+    /// Handlers bound for DispatchQueues in this turn, grouped per queue.
+    private var dispatchBatches: [(queue: DispatchQueue, work: [@Sendable () -> Void])] = []
+    /// The eventfd read's buffer.
+    private let wakeBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
+    private var cancelAllIssued = false
+    /// Operations were submitted after the last cancel-all (while stopping, they need another).
+    private var submittedSinceCancelAll = false
+
+    private init(uring: _URing, eventFD: CInt) {
+        self.uring = uring
+        self.eventFD = eventFD
+        let flags = uring.setupFlags
+        self.setup = IORing.Setup(
+            submissionEntries: uring.submissionEntries,
+            completionEntries: uring.completionEntries,
+            deferredTaskRun: flags & IORING_SETUP_DEFER_TASKRUN != 0,
+            cooperativeTaskRun: flags & IORING_SETUP_COOP_TASKRUN != 0,
+            noDrop: uring.features & IORING_FEAT_NODROP != 0
+        )
+        self.ready.reserveCapacity(Int(uring.completionEntries))
+    }
+
+    deinit {
+        self.wakeBuffer.deallocate()
+    }
+
+    // MARK: Starting
+
+    /// Starts a ring thread, which sets the ring up (SINGLE_ISSUER wants the submitter to be
+    /// the creator), and waits for the outcome.
+    internal static func start(entries: UInt32, forcedFailure: Errno?) throws(IORingSetupError) -> _RingCore {
+        let handshake = _StartHandshake(entries: entries, forcedFailure: forcedFailure)
+        let context = Unmanaged.passRetained(handshake).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread,
+            nil,
+            { context in
+                let handshake = Unmanaged<_StartHandshake>.fromOpaque(context!).takeRetainedValue()
+                _RingCore.threadMain(handshake)
+                return nil
+            },
+            context
+        )
+        guard created == 0 else {
+            Unmanaged<_StartHandshake>.fromOpaque(context).release()
+            throw IORingSetupError(errno: Errno(rawValue: created))
+        }
+        handshake.done.wait()
+        switch handshake.outcome! {
+        case .failure(let error):
+            pthread_join(thread, nil)
+            throw error
+        case .success(let core):
+            core.threadState.withLock { $0.thread = thread }
+            return core
+        }
+    }
+
+    private static func threadMain(_ handshake: _StartHandshake) {
+        let core: _RingCore
+        do throws(Errno) {
+            if let forced = handshake.forcedFailure { throw forced }
+            let uring = try _URing(entries: handshake.entries, cqMultiple: 4)
+            let eventFD: CInt
+            do throws(Errno) {
+                eventFD = try _EventFD.make()
+            } catch {
+                uring.close()
+                throw error
+            }
+            core = _RingCore(uring: uring, eventFD: eventFD)
+        } catch {
+            handshake.outcome = .failure(IORingSetupError(errno: error))
+            handshake.done.signal()
+            return
+        }
+        core.ringThreadID.store(UInt(pthread_self()), ordering: .releasing)
+        core.armWakeUp()
+        handshake.outcome = .success(core)
+        handshake.done.signal()
+        core.run()
+    }
+
+    // MARK: Any thread
+
+    internal var isRingThread: Bool {
+        self.ringThreadID.load(ordering: .acquiring) == UInt(pthread_self())
+    }
+
+    @inline(__always)
+    internal func assertOnRingThread() {
+        assert(self.isRingThread, "RingIO: ring state touched off the ring thread")
+    }
+
+    internal func enqueue(_ work: @escaping @Sendable () -> Void) {
+        if self.isRingThread {
+            self.localJobs.append(work)
+            return
+        }
+        if self.exited.load(ordering: .acquiring) {
+            self.counters.discardedJobs.add(1, ordering: .relaxed)
+            return
+        }
+        self.inbox.push(work)
+        if self.exited.load(ordering: .sequentiallyConsistent) {
+            // The thread exited after our first check and may have missed the push: whatever
+            // is left in the inbox now will never run.
+            let discarded = self.inbox.drain().count
+            self.counters.discardedJobs.add(UInt64(discarded), ordering: .relaxed)
+            return
+        }
+        self.wakeIfAsleep()
+    }
+
+    private func wakeIfAsleep() {
+        // Pairs with the ring thread's store of `asleep` and re-check of the inbox (both
+        // sequentially consistent): either it sees our push, or we see it asleep.
+        if self.asleep.exchange(false, ordering: .sequentiallyConsistent) {
+            self.counters.wakeUps.add(1, ordering: .relaxed)
+            _EventFD.signal(self.eventFD)
+        }
+    }
+
+    /// Asks the ring to cancel everything, drain and exit; joins its thread when `join`.
+    internal func stop(join: Bool) {
+        if !self.stopRequested.exchange(true, ordering: .sequentiallyConsistent) {
+            if self.isRingThread {
+                // Seen at the end of this turn; nothing to wake.
+            } else if !self.exited.load(ordering: .acquiring) {
+                self.inbox.push({})
+                self.wakeIfAsleep()
+            }
+        }
+        guard join else { return }
+        let thread: pthread_t? = self.threadState.withLock { state in
+            guard !state.joined, let thread = state.thread else { return nil }
+            state.joined = true
+            return thread
+        }
+        if let thread {
+            pthread_join(thread, nil)
+        }
+    }
+
+    // MARK: Ring thread: submitting
+
+    /// Prepares one operation for the next flush.
+    ///
+    /// - Parameters:
+    ///   - request: What to ask the kernel.
+    ///   - kind: The operation kind recorded in `user_data`.
+    ///   - target: Receives the completion(s) on the ring thread.
+    ///   - context: Handed back with the completion.
+    /// - Returns: The operation's user data (for cancellation).
+    @discardableResult
+    internal func submit(
+        _ request: RingRequest,
+        kind: OperationKind,
+        target: any RingOperationTarget,
+        context: UInt64 = 0
+    ) -> UInt64 {
+        self.assertOnRingThread()
+        let slotIndex: UInt32
+        if let free = self.freeSlots.popLast() {
+            slotIndex = free
+        } else {
+            slotIndex = UInt32(self.slots.count)
+            self.slots.append(_Slot())
+        }
+        self.slots[Int(slotIndex)].target = target
+        self.slots[Int(slotIndex)].context = context
+        let userData = UserData(slot: slotIndex, generation: self.slots[Int(slotIndex)].generation, kind: kind).raw
+        request.prepare(self.nextSQE(), userData: userData)
+        self.inFlight += 1
+        self.submittedSinceCancelAll = true
+        return userData
+    }
+
+    /// A free SQE; when the SQ is full, flushes it to the kernel first (and, if the kernel
+    /// pushes back because the CQ overflowed, reaps completions to make room).
+    private func nextSQE() -> UnsafeMutablePointer<io_uring_sqe> {
+        while true {
+            if let sqe = self.uring.nextSQE() { return sqe }
+            do throws(Errno) {
+                let submitted = try self.uring.submit(wait: false)
+                self.counters.submissions.add(UInt64(submitted), ordering: .relaxed)
+            } catch  where error == .resourceBusy || error == .resourceTemporarilyUnavailable {
+                self.reapCompletions()
+            } catch {
+                preconditionFailure("RingIO: io_uring_submit failed: \(error)")
+            }
+        }
+    }
+
+    private func armWakeUp() {
+        self.submit(
+            .read(fd: self.eventFD, buffer: self.wakeBuffer, offset: -1),
+            kind: .wakeUp,
+            target: _WakeUpTarget(self)
+        )
+    }
+
+    fileprivate func wakeUpCompleted(result: Int32) {
+        // Re-arm unless the ring is stopping (then the read was cancelled, or is moot).
+        if !self.stopRequested.load(ordering: .relaxed) && result != -ECANCELED {
+            self.armWakeUp()
+        }
+    }
+
+    // MARK: Ring thread: delivering to queues
+
+    /// Runs `work` on `queue`: inline after the current batch when `queue` is this ring,
+    /// otherwise grouped with the turn's other work for the same DispatchQueue into one `async`.
+    internal func deliver(on queue: some IOQueue, _ work: @escaping @Sendable () -> Void) {
+        self.assertOnRingThread()
+        if let ring = queue as? IORing, ring.core === self {
+            self.localJobs.append(work)
+        } else if let dispatchQueue = queue as? DispatchQueue {
+            if let index = self.dispatchBatches.firstIndex(where: { $0.queue === dispatchQueue }) {
+                self.dispatchBatches[index].work.append(work)
+            } else {
+                self.dispatchBatches.append((dispatchQueue, [work]))
+            }
+        } else {
+            queue.enqueue(work)
+        }
+    }
+
+    private func flushDispatchBatches() {
+        for batch in self.dispatchBatches {
+            let work = batch.work
+            batch.queue.async {
+                for item in work { item() }
+            }
+        }
+        self.dispatchBatches.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Ring thread: the loop
+
+    private func run() {
+        while true {
+            self.runJobs()
+            if self.stopRequested.load(ordering: .sequentiallyConsistent)
+                && (!self.cancelAllIssued || self.submittedSinceCancelAll)
+            {
+                // Cancel everything in flight, again whenever a handler submitted more.
+                self.cancelAllIssued = true
+                self.submit(.cancelAll, kind: .cancel, target: _ClosureTarget { _, _ in })
+                self.submittedSinceCancelAll = false
+            }
+            if self.cancelAllIssued && self.inFlight == 0 && self.localJobs.isEmpty && self.inbox.isEmpty {
+                break
+            }
+            // Work delivered to DispatchQueues by jobs goes out before the ring may sleep.
+            self.flushDispatchBatches()
+            self.flush(mayWait: self.localJobs.isEmpty)
+            self.reapCompletions()
+            self.runReady()
+            self.flushDispatchBatches()
+        }
+        self.exited.store(true, ordering: .sequentiallyConsistent)
+        // Jobs pushed between the last drain and `exited`: run them so nothing is lost.
+        repeat { self.runJobs() } while !self.localJobs.isEmpty
+        self.flushDispatchBatches()
+        self.uring.close()
+        close(self.eventFD)
+    }
+
+    /// Runs the jobs from other threads and those the ring gave itself before this turn; jobs
+    /// they enqueue in turn wait for the next turn, so a job that re-enqueues itself cannot
+    /// keep the ring from reaping.
+    private func runJobs() {
+        for job in self.inbox.drain() { job() }
+        guard !self.localJobs.isEmpty else { return }
+        let jobs = self.localJobs
+        self.localJobs.removeAll(keepingCapacity: true)
+        for job in jobs { job() }
+    }
+
+    /// Submits prepared entries; when `mayWait` and nothing else is pending, sleeps in the
+    /// kernel until a completion (a wake-up from another thread is one: the eventfd read).
+    private func flush(mayWait: Bool) {
+        var wait = mayWait
+        if wait {
+            self.asleep.store(true, ordering: .sequentiallyConsistent)
+            if !self.inbox.isEmpty { wait = false }
+        }
+        do throws(Errno) {
+            let submitted = try self.uring.submit(wait: wait)
+            self.counters.submissions.add(UInt64(submitted), ordering: .relaxed)
+        } catch  where error == .resourceBusy || error == .resourceTemporarilyUnavailable {
+            // CQ overflow: the reap that follows makes room.
+        } catch {
+            preconditionFailure("RingIO: io_uring_enter failed: \(error)")
+        }
+        if wait {
+            self.asleep.store(false, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    /// Reaps every ready completion into `ready`, recycling the slots of final completions.
+    private func reapCompletions() {
+        var reapedAny = false
+        withUnsafeTemporaryAllocation(of: RingCompletion.self, capacity: 64) { buffer in
+            while true {
+                let count = self.uring.reap(into: buffer)
+                if count == 0 { break }
+                reapedAny = true
+                self.counters.completions.add(UInt64(count), ordering: .relaxed)
+                for completion in buffer[..<count] {
+                    self.accept(completion)
+                }
+                if count < buffer.count && !self.uring.hasOverflow { break }
+            }
+        }
+        if reapedAny { self.counters.batches.add(1, ordering: .relaxed) }
+    }
+
+    private func accept(_ completion: RingCompletion) {
+        guard let userData = UserData(raw: completion.userData),
+            Int(userData.slot) < self.slots.count,
+            self.slots[Int(userData.slot)].generation == userData.generation,
+            let target = self.slots[Int(userData.slot)].target
+        else {
+            self.counters.staleCompletions.add(1, ordering: .relaxed)
+            return
+        }
+        let context = self.slots[Int(userData.slot)].context
+        if !completion.hasMore {
+            self.slots[Int(userData.slot)].recycle()
+            self.freeSlots.append(userData.slot)
+            self.inFlight -= 1
+        }
+        self.ready.append(
+            _ReadyCompletion(target: target, result: completion.result, flags: completion.flags, context: context)
+        )
+    }
+
+    private func runReady() {
+        // Index loop: a handler may submit, which never touches `ready`.
+        var index = 0
+        while index < self.ready.count {
+            let item = self.ready[index]
+            item.target.ringOperationCompleted(result: item.result, flags: item.flags, context: item.context)
+            index += 1
+        }
+        self.ready.removeAll(keepingCapacity: true)
+    }
+}
+
+// MARK: - Pieces of the core
+
+/// One operation slot. The generation changes each time the slot is recycled.
+private struct _Slot {
+    var generation: UInt32 = 0
+    var target: (any RingOperationTarget)?
+    var context: UInt64 = 0
+
+    mutating func recycle() {
+        self.generation = (self.generation &+ 1) & UserData.generationMask
+        self.target = nil
+        self.context = 0
+    }
+}
+
+private struct _ReadyCompletion {
+    let target: any RingOperationTarget
+    let result: Int32
+    let flags: UInt32
+    let context: UInt64
+}
+
+/// The target of the ring's own eventfd read.
+private final class _WakeUpTarget: RingOperationTarget {
+    unowned let core: _RingCore
+
+    init(_ core: _RingCore) {
+        self.core = core
+    }
+
+    func ringOperationCompleted(result: Int32, flags: UInt32, context: UInt64) {
+        self.core.wakeUpCompleted(result: result)
+    }
+}
+
+/// Carries the set-up outcome from the new ring thread back to the thread that started it.
+private final class _StartHandshake: @unchecked Sendable {
+    // @unchecked: `outcome` is written by the ring thread before `done.signal()` and read by
+    // the starter after `done.wait()` — the semaphore orders the two.
+    let entries: UInt32
+    let forcedFailure: Errno?
+    let done = DispatchSemaphore(value: 0)
+    var outcome: Result<_RingCore, IORingSetupError>?
+
+    init(entries: UInt32, forcedFailure: Errno?) {
+        self.entries = entries
+        self.forcedFailure = forcedFailure
+    }
+}
+
+/// The ring's counters, updated with relaxed atomics.
+internal final class _Counters: Sendable {
+    let submissions = Atomic<UInt64>(0)
+    let completions = Atomic<UInt64>(0)
+    let batches = Atomic<UInt64>(0)
+    let wakeUps = Atomic<UInt64>(0)
+    let staleCompletions = Atomic<UInt64>(0)
+    let discardedJobs = Atomic<UInt64>(0)
+
+    func snapshot() -> IORing.Counters {
+        IORing.Counters(
+            submissions: self.submissions.load(ordering: .relaxed),
+            completions: self.completions.load(ordering: .relaxed),
+            batches: self.batches.load(ordering: .relaxed),
+            wakeUps: self.wakeUps.load(ordering: .relaxed),
+            staleCompletions: self.staleCompletions.load(ordering: .relaxed),
+            discardedJobs: self.discardedJobs.load(ordering: .relaxed)
+        )
+    }
+}

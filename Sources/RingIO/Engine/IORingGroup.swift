@@ -1,0 +1,80 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the engine: a group of rings, one per core by default.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fixed set of rings, each on its own thread; work is spread over them round-robin.
+///
+///     let group = try IORingGroup(count: 2)
+///     let ring = group.next()
+///
+/// Channels and sources created without a ring use ``shared``, created on first use.
+public final class IORingGroup: Sendable {
+    /// The rings, in order.
+    public let rings: [IORing]
+    private let cursor = Atomic<Int>(0)
+
+    /// Sets up `count` rings.
+    ///
+    /// - Parameters:
+    ///   - count: How many rings (threads); defaults to the number of online cores.
+    ///   - entries: Each ring's submission queue size.
+    /// - Throws: ``IORingSetupError`` when the kernel refuses io_uring; rings already set up
+    ///   are shut down again.
+    /// - Precondition: `count > 0`.
+    public init(count: Int = IORingGroup.onlineCores, entries: UInt32 = 256) throws(IORingSetupError) {
+        precondition(count > 0, "IORingGroup needs at least one ring")
+        var rings: [IORing] = []
+        rings.reserveCapacity(count)
+        for _ in 0..<count {
+            do throws(IORingSetupError) {
+                rings.append(try IORing(entries: entries))
+            } catch {
+                for ring in rings { ring.shutdown() }
+                throw error
+            }
+        }
+        self.rings = rings
+    }
+
+    /// The next ring, round-robin. Any thread; lock-free.
+    public func next() -> IORing {
+        let index = self.cursor.wrappingAdd(1, ordering: .relaxed).oldValue
+        return self.rings[index % self.rings.count]
+    }
+
+    /// Shuts every ring down (see ``IORing/shutdown()``).
+    public func shutdown() {
+        for ring in self.rings { ring.shutdown() }
+    }
+
+    /// The number of online cores, at least 1.
+    public static var onlineCores: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+
+    /// The group that channels and sources use when they are given none: one ring per core,
+    /// created on first use and kept for the life of the process.
+    ///
+    /// - Throws: ``IORingSetupError`` when io_uring cannot be set up — on every access, with
+    ///   the same error (set-up is attempted once).
+    public static var shared: IORingGroup {
+        get throws(IORingSetupError) {
+            try _sharedGroup.get()
+        }
+    }
+}
+
+/// Created on first access (Swift globals are initialized lazily and exactly once).
+private let _sharedGroup: Result<IORingGroup, IORingSetupError> = {
+    do throws(IORingSetupError) {
+        return .success(try IORingGroup())
+    } catch {
+        return .failure(error)
+    }
+}()

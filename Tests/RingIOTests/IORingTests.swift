@@ -1,0 +1,393 @@
+//===----------------------------------------------------------------------===//
+// RingIO — engine tests against the real kernel: set-up, submission from the ring and from
+// other threads, completions, delivery on queues, shutdown.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import RingIO
+import Synchronization
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether io_uring can be set up here; suites that need it skip cleanly otherwise.
+let ringSetUpError = _RingIOTesting.ringSetUpError()
+let ringIsAvailable = ringSetUpError == nil
+let ringUnavailableReason: Comment = "io_uring is unavailable here: \(ringSetUpError.map { "\($0)" } ?? "")"
+
+/// Waits for `semaphore` at most `seconds`; false on time-out.
+func wait(_ semaphore: DispatchSemaphore, seconds: Double = 10) -> Bool {
+    semaphore.wait(timeout: .now() + seconds) == .success
+}
+
+/// A counter shared across threads.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func increment() { self.value.add(1, ordering: .relaxed) }
+    var count: Int { self.value.load(ordering: .relaxed) }
+}
+
+/// A list appended to from several threads.
+final class Recorder<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+    func append(_ item: Element) { self.items.withLock { $0.append(item) } }
+    var all: [Element] { self.items.withLock { $0 } }
+}
+
+@Suite("IORing: set-up errors")
+struct IORingSetUpErrorTests {
+    @Test(
+        "a refused set-up throws an error naming the cause and the remedy",
+        arguments: [
+            (Errno.notPermitted, ["kernel.io_uring_disabled", "seccomp"]),
+            (Errno.noFunction, ["too old", "5.19"]),
+            (Errno.noMemory, ["RLIMIT_MEMLOCK"]),
+        ]
+    )
+    func forcedFailure(errno: Errno, mentions: [String]) {
+        do {
+            let ring = try IORing(entries: 8, _forcedSetupFailure: errno)
+            ring.shutdown()
+            Issue.record("set-up did not fail")
+        } catch {
+            #expect(error.errno == errno)
+            for phrase in mentions {
+                #expect(error.description.contains(phrase), "\(error.description)")
+            }
+        }
+    }
+}
+
+@Suite("IORing: engine", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct IORingTests {
+    @Test("set-up reports what the kernel accepted")
+    func setUp() throws {
+        let ring = try IORing(entries: 64)
+        defer { ring.shutdown() }
+        #expect(ring.setup.submissionEntries == 64)
+        #expect(ring.setup.completionEntries == 256)
+        #expect(ring.setup.noDrop)
+        #expect(!ring.isCurrentThread)
+    }
+
+    @Test("no-op round trips, one after another, from another thread")
+    func nopRoundTrips() throws {
+        let ring = try IORing(entries: 8)
+        defer { ring.shutdown() }
+        for _ in 0..<500 {
+            let done = DispatchSemaphore(value: 0)
+            let result = Mutex<Int32?>(nil)
+            _RingIOTesting.nop(on: ring) { value in
+                #expect(ring.isCurrentThread)
+                result.withLock { $0 = value }
+                done.signal()
+            }
+            try #require(wait(done))
+            #expect(result.withLock { $0 } == 0)
+        }
+        let counters = ring.counters
+        #expect(counters.completions >= 500)
+        #expect(counters.staleCompletions == 0)
+    }
+
+    @Test("more operations in one turn than the SQ holds all complete, once each")
+    func submissionQueueFull() throws {
+        let ring = try IORing(entries: 8)
+        defer { ring.shutdown() }
+        let completions = Counter()
+        let done = DispatchSemaphore(value: 0)
+        let total = 5_000
+        _RingIOTesting.nops(total, on: ring) { result in
+            #expect(result == 0)
+            completions.increment()
+            if completions.count == total { done.signal() }
+        }
+        try #require(wait(done))
+        #expect(completions.count == total)
+        #expect(ring.counters.staleCompletions == 0)
+    }
+
+    @Test("a cross-thread submission storm: every operation completes exactly once")
+    func crossThreadStorm() async throws {
+        let ring = try IORing(entries: 32)
+        defer { ring.shutdown() }
+        let threads = 8
+        let perThread = 2_000
+        let completions = Counter()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            for _ in 0..<perThread {
+                _RingIOTesting.nop(on: ring) { result in
+                    precondition(result == 0)
+                    completions.increment()
+                    if completions.count == threads * perThread { done.signal() }
+                }
+            }
+        }
+        try #require(wait(done, seconds: 30))
+        // Nothing more arrives late.
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(completions.count == threads * perThread)
+        let counters = ring.counters
+        #expect(counters.staleCompletions == 0)
+        #expect(counters.wakeUps <= UInt64(threads * perThread))
+    }
+
+    @Test("file writes and reads at offsets and at the file position")
+    func fileReadWrite() throws {
+        let ring = try IORing(entries: 16)
+        defer { ring.shutdown() }
+        var template = Array("/tmp/ringio-test-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        try #require(fd >= 0)
+        defer {
+            close(fd)
+            unlink(template)
+        }
+
+        func write(_ text: String, at offset: Int64) throws -> Result<Int, Errno> {
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Mutex<Result<Int, Errno>?>(nil)
+            _RingIOTesting.write(fd: fd, bytes: Array(text.utf8), offset: offset, on: ring) { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            try #require(wait(done))
+            return try #require(outcome.withLock { $0 })
+        }
+        func read(_ count: Int, at offset: Int64) throws -> Result<[UInt8], Errno> {
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Mutex<Result<[UInt8], Errno>?>(nil)
+            _RingIOTesting.read(fd: fd, count: count, offset: offset, on: ring) { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            try #require(wait(done))
+            return try #require(outcome.withLock { $0 })
+        }
+
+        #expect(try write("hello", at: 0) == .success(5))
+        #expect(try write("world", at: 10) == .success(5))
+        #expect(try read(15, at: 0) == .success(Array("hello".utf8) + [0, 0, 0, 0, 0] + Array("world".utf8)))
+        #expect(try read(100, at: 12) == .success(Array("rld".utf8)))
+        #expect(try read(10, at: 15) == .success([]))
+        // At the file position (-1): starts at 0 and advances.
+        #expect(try read(3, at: -1) == .success(Array("hel".utf8)))
+        #expect(try read(2, at: -1) == .success(Array("lo".utf8)))
+        #expect(lseek(fd, 0, SEEK_CUR) == 5)
+        // A bad descriptor is an error, not a crash.
+        _ = try #require(try? read(4, at: 0).get())
+        let badRead: Result<[UInt8], Errno> = try {
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Mutex<Result<[UInt8], Errno>?>(nil)
+            _RingIOTesting.read(fd: 9_999, count: 4, offset: 0, on: ring) { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            try #require(wait(done))
+            return try #require(outcome.withLock { $0 })
+        }()
+        #expect(badRead == .failure(.badFileDescriptor))
+    }
+
+    @Test("a timeout fires after its delay")
+    func timeoutFires() throws {
+        let ring = try IORing(entries: 8)
+        defer { ring.shutdown() }
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Int32?>(nil)
+        let start = ContinuousClock.now
+        _RingIOTesting.timeout(nanoseconds: 50_000_000, on: ring) { value in
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        try #require(wait(done))
+        let elapsed = ContinuousClock.now - start
+        #expect(result.withLock { $0 } == -ETIME)
+        #expect(elapsed >= .milliseconds(50))
+    }
+
+    @Test("handlers for one DispatchQueue in one turn go out in one async, in order")
+    func dispatchGrouping() throws {
+        let ring = try IORing(entries: 8)
+        defer { ring.shutdown() }
+        let queue = DispatchQueue(label: "grouping")
+        let order = Recorder<String>()
+        let done = DispatchSemaphore(value: 0)
+        ring.enqueue {
+            _RingIOTesting.deliver(from: ring, on: queue) { order.append("a1") }
+            // Queued directly, between two deliveries: one async per delivery would run it
+            // between them; one async per turn runs it first.
+            queue.async { order.append("direct") }
+            _RingIOTesting.deliver(from: ring, on: queue) { order.append("a2") }
+            _RingIOTesting.deliver(from: ring, on: queue) {
+                dispatchPrecondition(condition: .onQueue(queue))
+                order.append("a3")
+                done.signal()
+            }
+        }
+        try #require(wait(done))
+        #expect(order.all == ["direct", "a1", "a2", "a3"])
+    }
+
+    @Test("handlers for the ring run on its thread, after the work that delivered them")
+    func inlineDelivery() throws {
+        let ring = try IORing(entries: 8)
+        defer { ring.shutdown() }
+        let order = Recorder<String>()
+        let done = DispatchSemaphore(value: 0)
+        ring.enqueue {
+            _RingIOTesting.deliver(from: ring, on: ring) {
+                #expect(ring.isCurrentThread)
+                order.append("delivered")
+                done.signal()
+            }
+            order.append("after deliver()")
+        }
+        try #require(wait(done))
+        #expect(order.all == ["after deliver()", "delivered"])
+        #expect(ring.counters.wakeUps <= 1)
+    }
+
+    @Test("shutdown cancels operations in flight and delivers their final completions")
+    func shutdownWithOperationsInFlight() throws {
+        let ring = try IORing(entries: 8)
+        let results = Recorder<Int32>()
+        let armed = DispatchSemaphore(value: 0)
+        for _ in 0..<3 {
+            _RingIOTesting.timeout(nanoseconds: 30_000_000_000, on: ring) { results.append($0) }
+        }
+        ring.enqueue { armed.signal() }
+        try #require(wait(armed))
+        let start = ContinuousClock.now
+        ring.shutdown()
+        #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(results.all == [-ECANCELED, -ECANCELED, -ECANCELED])
+        ring.shutdown()  // idempotent
+    }
+
+    @Test("a ring dropped without shutdown stops and releases its thread")
+    func dropWithoutShutdown() throws {
+        let completed = DispatchSemaphore(value: 0)
+        do {
+            let ring = try IORing(entries: 8)
+            _RingIOTesting.nop(on: ring) { _ in completed.signal() }
+            try #require(wait(completed))
+        }
+        // The deinit joined the thread: set up and drop many more without running out.
+        for _ in 0..<64 {
+            _ = try IORing(entries: 4)
+        }
+    }
+}
+
+@Suite("UserData")
+struct UserDataTests {
+    @Test("packs slot, generation and kind, and rejects unknown kinds")
+    func roundTrip() throws {
+        for kind in OperationKind.allCases {
+            for (slot, generation) in [(UInt32(0), UInt32(0)), (1, 1), (.max, UserData.generationMask), (12_345, 777)] {
+                let packed = UserData(slot: slot, generation: generation, kind: kind)
+                let decoded = try #require(UserData(raw: packed.raw))
+                #expect(decoded == packed)
+            }
+        }
+        #expect(UserData(raw: 0) == nil)  // kind 0 is never used
+        #expect(UserData(raw: UInt64.max) == nil)
+    }
+}
+
+@Suite("IORing: shutdown races", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct IORingShutdownTests {
+    @Test("operations submitted by handlers during shutdown are cancelled too")
+    func submissionsDuringShutdown() throws {
+        let ring = try IORing(entries: 8)
+        let results = Recorder<Int32>()
+        let armed = DispatchSemaphore(value: 0)
+        // Each cancelled timeout arms another long one from its handler, twice.
+        let rearms = Counter()
+        @Sendable func arm() {
+            _RingIOTesting.timeout(nanoseconds: 30_000_000_000, on: ring) { result in
+                results.append(result)
+                if rearms.count < 2 {
+                    rearms.increment()
+                    arm()
+                }
+            }
+        }
+        arm()
+        ring.enqueue { armed.signal() }
+        try #require(wait(armed))
+        let start = ContinuousClock.now
+        ring.shutdown()
+        #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(results.all == [-ECANCELED, -ECANCELED, -ECANCELED])
+    }
+
+    @Test("work enqueued after the ring stopped is discarded and counted, never run")
+    func enqueueAfterShutdown() throws {
+        let ring = try IORing(entries: 8)
+        ring.shutdown()
+        let ran = Counter()
+        ring.enqueue { ran.increment() }
+        #expect(ran.count == 0)
+        #expect(ring.counters.discardedJobs == 1)
+    }
+}
+
+@Suite("IORingGroup", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct IORingGroupTests {
+    @Test("rings are handed out round-robin, each on its own thread")
+    func roundRobin() throws {
+        let group = try IORingGroup(count: 3, entries: 8)
+        defer { group.shutdown() }
+        #expect(group.rings.count == 3)
+        let handedOut = (0..<6).map { _ in group.next() }
+        #expect(handedOut[0] === group.rings[0])
+        #expect(handedOut[1] === group.rings[1])
+        #expect(handedOut[3] === group.rings[0])
+        let threads = Recorder<UInt>()
+        let done = DispatchSemaphore(value: 0)
+        for ring in group.rings {
+            ring.enqueue {
+                threads.append(UInt(pthread_self()))
+                done.signal()
+            }
+        }
+        for _ in 0..<3 { try #require(wait(done)) }
+        #expect(Set(threads.all).count == 3)
+    }
+
+    @Test("the shared group is one group, one ring per core")
+    func shared() throws {
+        let first = try IORingGroup.shared
+        let second = try IORingGroup.shared
+        #expect(first === second)
+        #expect(first.rings.count == IORingGroup.onlineCores)
+    }
+}
+
+@Suite("IORing: fairness", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct IORingFairnessTests {
+    @Test("a job that keeps re-enqueueing itself does not starve completions")
+    func selfReenqueueingJob() throws {
+        let ring = try IORing(entries: 8)
+        defer { ring.shutdown() }
+        let stop = Atomic<Bool>(false)
+        let spins = Counter()
+        @Sendable func spin() {
+            spins.increment()
+            if !stop.load(ordering: .relaxed) { ring.enqueue(spin) }
+        }
+        ring.enqueue(spin)
+        let done = DispatchSemaphore(value: 0)
+        _RingIOTesting.timeout(nanoseconds: 10_000_000, on: ring) { _ in done.signal() }
+        let fired = wait(done, seconds: 5)
+        stop.store(true, ordering: .relaxed)
+        #expect(fired)
+        #expect(spins.count > 1)
+    }
+}
