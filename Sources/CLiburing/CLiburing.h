@@ -34,4 +34,21 @@ static const uint64_t CLiburing_UDATA_TIMEOUT = LIBURING_UDATA_TIMEOUT;
 // Importer limitation: flag macros over enum bit positions cannot be applied from Swift.
 static inline void CLiburing_sqe_set_link(struct io_uring_sqe *sqe) { sqe->flags |= IOSQE_IO_LINK; }
 
+// Importer limitation: IOSQE_BUFFER_SELECT is a macro over an enum bit position, and
+// buf_group sits in an anonymous union.
+static inline void CLiburing_sqe_set_buffer_group(struct io_uring_sqe *sqe, uint16_t group) {
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = group;
+}
+
+// IORING_OP_READ_MULTISHOT (Linux 6.7) is newer than the UAPI header Debian 12 ships.
+static const uint8_t CLiburing_IORING_OP_READ_MULTISHOT = 49;
+
+// Header limitation: liburing 2.3 has no helper for multishot read (Linux 6.7).
+static inline void CLiburing_prep_read_multishot(struct io_uring_sqe *sqe, int fd, uint16_t group) {
+    io_uring_prep_rw(IORING_OP_NOP, sqe, fd, NULL, 0, 0);
+    sqe->opcode = CLiburing_IORING_OP_READ_MULTISHOT;
+    CLiburing_sqe_set_buffer_group(sqe, group);
+}
+
 #endif

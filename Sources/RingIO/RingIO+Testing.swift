@@ -2,6 +2,8 @@
 // RingIO — hooks for the test suites (package-visible, not public API).
 //===----------------------------------------------------------------------===//
 
+import Dispatch
+import Synchronization
 import SystemPackage
 
 /// Test hooks over the engine's internal API.
@@ -106,6 +108,57 @@ package enum _RingIOTesting {
                 }
             )
         }
+    }
+
+    /// What a test receiver reports.
+    package enum Received: Sendable {
+        case data(ByteRope)
+        case end
+        case failure(Errno)
+    }
+
+    /// Keeps a multishot receive (or, with `pipe`, a multishot read) armed on `fd`, through
+    /// the ring's provided buffers; `handler` runs on the ring thread.
+    package static func receive(
+        fd: CInt,
+        pipe: Bool = false,
+        on ring: IORing,
+        handler: @escaping @Sendable (Received) -> Void
+    ) {
+        ring.enqueue {
+            let receiver = _MultishotReceiver(core: ring.core, fd: fd, useRead: pipe) { event in
+                switch event {
+                case .data(let rope): handler(.data(rope))
+                case .end: handler(.end)
+                case .failure(let error): handler(.failure(error))
+                }
+            }
+            receiver.start()
+        }
+    }
+
+    /// The address range of the ring's receive buffers (registering them if needed).
+    package static func receiveBufferMemory(of ring: IORing) -> Range<UInt> {
+        let result = Mutex<Range<UInt>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        ring.enqueue {
+            result.withLock { $0 = ring.core.providedBuffers.memoryRange }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
+    /// Whether the kernel has multishot read (Linux 6.7), which pipes need.
+    package static func supportsReadMultishot(_ ring: IORing) -> Bool {
+        let result = Mutex<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        ring.enqueue {
+            result.withLock { $0 = ring.core.supportsReadMultishot }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
     }
 
     /// Runs `work` on `queue` through the ring's delivery path, from the ring thread: grouped

@@ -47,13 +47,20 @@ internal final class _RingCore: @unchecked Sendable {
     private var dispatchBatches: [(queue: DispatchQueue, work: [@Sendable () -> Void])] = []
     /// The eventfd read's buffer.
     private let wakeBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
+    /// The provided receive buffers, registered on first use.
+    private var _providedBuffers: _ProvidedBuffers?
+    private let receiveBufferCount: Int
+    private let receiveBufferSize: Int
+    private var bufferRetryArmed = false
     private var cancelAllIssued = false
     /// Operations were submitted after the last cancel-all (while stopping, they need another).
     private var submittedSinceCancelAll = false
 
-    private init(uring: _URing, eventFD: CInt) {
+    private init(uring: _URing, eventFD: CInt, receiveBufferCount: Int, receiveBufferSize: Int) {
         self.uring = uring
         self.eventFD = eventFD
+        self.receiveBufferCount = receiveBufferCount
+        self.receiveBufferSize = receiveBufferSize
         let flags = uring.setupFlags
         self.setup = IORing.Setup(
             submissionEntries: uring.submissionEntries,
@@ -73,8 +80,18 @@ internal final class _RingCore: @unchecked Sendable {
 
     /// Starts a ring thread, which sets the ring up (SINGLE_ISSUER wants the submitter to be
     /// the creator), and waits for the outcome.
-    internal static func start(entries: UInt32, forcedFailure: Errno?) throws(IORingSetupError) -> _RingCore {
-        let handshake = _StartHandshake(entries: entries, forcedFailure: forcedFailure)
+    internal static func start(
+        entries: UInt32,
+        receiveBufferCount: Int,
+        receiveBufferSize: Int,
+        forcedFailure: Errno?
+    ) throws(IORingSetupError) -> _RingCore {
+        let handshake = _StartHandshake(
+            entries: entries,
+            receiveBufferCount: receiveBufferCount,
+            receiveBufferSize: receiveBufferSize,
+            forcedFailure: forcedFailure
+        )
         let context = Unmanaged.passRetained(handshake).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(
@@ -114,7 +131,12 @@ internal final class _RingCore: @unchecked Sendable {
                 uring.close()
                 throw error
             }
-            core = _RingCore(uring: uring, eventFD: eventFD)
+            core = _RingCore(
+                uring: uring,
+                eventFD: eventFD,
+                receiveBufferCount: handshake.receiveBufferCount,
+                receiveBufferSize: handshake.receiveBufferSize
+            )
         } catch {
             handshake.outcome = .failure(IORingSetupError(errno: error))
             handshake.done.signal()
@@ -253,6 +275,52 @@ internal final class _RingCore: @unchecked Sendable {
         }
     }
 
+    // MARK: Ring thread: provided buffers
+
+    /// Whether multishot read (pipes) is available on this kernel.
+    internal var supportsReadMultishot: Bool {
+        self.uring.supportsReadMultishot
+    }
+
+    /// The ring's provided receive buffers, registered on first use (buffer group 0).
+    internal var providedBuffers: _ProvidedBuffers {
+        self.assertOnRingThread()
+        if let pool = self._providedBuffers { return pool }
+        do throws(Errno) {
+            let pool = try _ProvidedBuffers(
+                uring: self.uring,
+                group: 0,
+                bufferCount: self.receiveBufferCount,
+                bufferSize: self.receiveBufferSize
+            )
+            self._providedBuffers = pool
+            return pool
+        } catch {
+            preconditionFailure("RingIO: registering the receive buffer ring failed: \(error)")
+        }
+    }
+
+    /// Hands released buffers back to the kernel. While receives wait for buffers, a 1 ms
+    /// timer keeps the ring turning (releases happen on other threads and do not wake it):
+    /// a bounded back-off, not a spin.
+    private func collectReturnedBuffers() {
+        guard let pool = self._providedBuffers else { return }
+        pool.collectReturned()
+        self.counters.buffersOnLoan.store(UInt64(pool.buffersOnLoan), ordering: .relaxed)
+        if pool.hasWaiters && !self.bufferRetryArmed && !self.stopRequested.load(ordering: .relaxed) {
+            self.bufferRetryArmed = true
+            let spec = _KernelTimespec(nanoseconds: 1_000_000)
+            self.submit(
+                .timeout(spec: spec),
+                kind: .timeout,
+                target: _ClosureTarget { [unowned self] _, _ in
+                    withExtendedLifetime(spec) {}
+                    self.bufferRetryArmed = false
+                }
+            )
+        }
+    }
+
     // MARK: Ring thread: delivering to queues
 
     /// Runs `work` on `queue`: inline after the current batch when `queue` is this ring,
@@ -303,12 +371,15 @@ internal final class _RingCore: @unchecked Sendable {
             self.flush(mayWait: self.localJobs.isEmpty)
             self.reapCompletions()
             self.runReady()
+            self.collectReturnedBuffers()
             self.flushDispatchBatches()
         }
         self.exited.store(true, ordering: .sequentiallyConsistent)
         // Jobs pushed between the last drain and `exited`: run them so nothing is lost.
         repeat { self.runJobs() } while !self.localJobs.isEmpty
         self.flushDispatchBatches()
+        self._providedBuffers?.close(uring: self.uring)
+        self._providedBuffers = nil
         self.uring.close()
         close(self.eventFD)
     }
@@ -388,7 +459,11 @@ internal final class _RingCore: @unchecked Sendable {
         var index = 0
         while index < self.ready.count {
             let item = self.ready[index]
-            item.target.ringOperationCompleted(result: item.result, flags: item.flags, context: item.context)
+            item.target.ringOperationCompleted(
+                result: item.result,
+                flags: CompletionFlags(item.flags),
+                context: item.context
+            )
             index += 1
         }
         self.ready.removeAll(keepingCapacity: true)
@@ -425,7 +500,7 @@ private final class _WakeUpTarget: RingOperationTarget {
         self.core = core
     }
 
-    func ringOperationCompleted(result: Int32, flags: UInt32, context: UInt64) {
+    func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
         self.core.wakeUpCompleted(result: result)
     }
 }
@@ -435,12 +510,16 @@ private final class _StartHandshake: @unchecked Sendable {
     // @unchecked: `outcome` is written by the ring thread before `done.signal()` and read by
     // the starter after `done.wait()` — the semaphore orders the two.
     let entries: UInt32
+    let receiveBufferCount: Int
+    let receiveBufferSize: Int
     let forcedFailure: Errno?
     let done = DispatchSemaphore(value: 0)
     var outcome: Result<_RingCore, IORingSetupError>?
 
-    init(entries: UInt32, forcedFailure: Errno?) {
+    init(entries: UInt32, receiveBufferCount: Int, receiveBufferSize: Int, forcedFailure: Errno?) {
         self.entries = entries
+        self.receiveBufferCount = receiveBufferCount
+        self.receiveBufferSize = receiveBufferSize
         self.forcedFailure = forcedFailure
     }
 }
@@ -453,6 +532,7 @@ internal final class _Counters: Sendable {
     let wakeUps = Atomic<UInt64>(0)
     let staleCompletions = Atomic<UInt64>(0)
     let discardedJobs = Atomic<UInt64>(0)
+    let buffersOnLoan = Atomic<UInt64>(0)
 
     func snapshot() -> IORing.Counters {
         IORing.Counters(
@@ -461,7 +541,8 @@ internal final class _Counters: Sendable {
             batches: self.batches.load(ordering: .relaxed),
             wakeUps: self.wakeUps.load(ordering: .relaxed),
             staleCompletions: self.staleCompletions.load(ordering: .relaxed),
-            discardedJobs: self.discardedJobs.load(ordering: .relaxed)
+            discardedJobs: self.discardedJobs.load(ordering: .relaxed),
+            buffersOnLoan: self.buffersOnLoan.load(ordering: .relaxed)
         )
     }
 }

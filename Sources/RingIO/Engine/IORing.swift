@@ -35,21 +35,50 @@ public final class IORing: IOQueue, @unchecked Sendable {
     // confinement.
     internal let core: _RingCore
 
-    /// Sets up a ring with `entries` submission entries (a completion queue four times larger)
-    /// and starts its thread.
+    /// Sets up a ring and starts its thread.
     ///
-    /// - Parameter entries: The submission queue size (rounded up to a power of two by the
-    ///   kernel).
+    /// - Parameters:
+    ///   - entries: The submission queue size (rounded up to a power of two by the kernel);
+    ///     the completion queue is four times larger.
+    ///   - receiveBuffers: How many provided receive buffers the ring registers (a power of
+    ///     two, at most 32,768) on first use. This caps the bytes received and not yet
+    ///     released at `receiveBuffers × receiveBufferSize`.
+    ///   - receiveBufferSize: The size of each receive buffer.
     /// - Throws: ``IORingSetupError`` naming the cause and the remedy when the kernel refuses
     ///   io_uring (too old, disabled, seccomp, memory limits).
-    public convenience init(entries: UInt32 = 256) throws(IORingSetupError) {
-        try self.init(entries: entries, _forcedSetupFailure: nil)
+    public convenience init(
+        entries: UInt32 = 256,
+        receiveBuffers: Int = 256,
+        receiveBufferSize: Int = 16_384
+    ) throws(IORingSetupError) {
+        try self.init(
+            entries: entries,
+            receiveBuffers: receiveBuffers,
+            receiveBufferSize: receiveBufferSize,
+            _forcedSetupFailure: nil
+        )
     }
 
-    /// As ``init(entries:)``, failing set-up with `_forcedSetupFailure` when it is not `nil` — a
-    /// test hook for the error path on machines where io_uring works.
-    package init(entries: UInt32, _forcedSetupFailure: Errno?) throws(IORingSetupError) {
-        self.core = try _RingCore.start(entries: entries, forcedFailure: _forcedSetupFailure)
+    /// As ``init(entries:receiveBuffers:receiveBufferSize:)``, failing set-up with
+    /// `_forcedSetupFailure` when it is not `nil` — a test hook for the error path on machines
+    /// where io_uring works.
+    package init(
+        entries: UInt32,
+        receiveBuffers: Int = 256,
+        receiveBufferSize: Int = 16_384,
+        _forcedSetupFailure: Errno?
+    ) throws(IORingSetupError) {
+        precondition(
+            receiveBuffers > 0 && receiveBuffers <= 32_768 && receiveBuffers & (receiveBuffers - 1) == 0,
+            "receiveBuffers must be a power of two in 1...32768"
+        )
+        precondition(receiveBufferSize > 0, "receiveBufferSize must be positive")
+        self.core = try _RingCore.start(
+            entries: entries,
+            receiveBufferCount: receiveBuffers,
+            receiveBufferSize: receiveBufferSize,
+            forcedFailure: _forcedSetupFailure
+        )
     }
 
     deinit {
@@ -121,6 +150,9 @@ extension IORing {
         public var staleCompletions: UInt64
         /// Jobs enqueued after the ring's thread exited.
         public var discardedJobs: UInt64
+        /// Receive buffers held by ropes (not yet handed back to the kernel), as of the end of
+        /// the ring's last turn.
+        public var buffersOnLoan: UInt64
     }
 }
 
@@ -135,18 +167,18 @@ internal protocol RingOperationTarget: AnyObject {
     ///   - result: The CQE's `res`: a count or `-errno`.
     ///   - flags: The CQE's flags (`IORING_CQE_F_MORE`, buffer ids…).
     ///   - context: The value given at submission.
-    func ringOperationCompleted(result: Int32, flags: UInt32, context: UInt64)
+    func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64)
 }
 
 /// A target that runs a closure: for cold paths and tests (it allocates).
 internal final class _ClosureTarget: RingOperationTarget {
-    private let body: (Int32, UInt32) -> Void
+    private let body: (Int32, CompletionFlags) -> Void
 
-    internal init(_ body: @escaping (Int32, UInt32) -> Void) {
+    internal init(_ body: @escaping (Int32, CompletionFlags) -> Void) {
         self.body = body
     }
 
-    internal func ringOperationCompleted(result: Int32, flags: UInt32, context: UInt64) {
+    internal func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
         self.body(result, flags)
     }
 }

@@ -76,11 +76,16 @@ internal struct _URing {
         self.ring.deallocate()
     }
 
-    /// Whether the kernel supports `opcode`, from `io_uring_get_probe_ring`.
-    internal func supports(_ opcode: io_uring_op) -> Bool {
+    /// Whether the kernel supports opcode `opcode`, from `io_uring_get_probe_ring`.
+    internal func supports(opcode: UInt8) -> Bool {
         guard let probe = io_uring_get_probe_ring(self.ring) else { return false }
         defer { io_uring_free_probe(probe) }
-        return io_uring_opcode_supported(probe, Int32(opcode.rawValue)) != 0
+        return io_uring_opcode_supported(probe, Int32(opcode)) != 0
+    }
+
+    /// Whether multishot read (Linux 6.7; pipes) is available.
+    internal var supportsReadMultishot: Bool {
+        self.supports(opcode: CLiburing_IORING_OP_READ_MULTISHOT)
     }
 
     // MARK: Submission
@@ -135,9 +140,63 @@ internal struct _URing {
         }
     }
 
+    // MARK: Provided buffer rings
+
+    /// Allocates and registers a provided-buffer ring of `entries` (a power of two) for
+    /// buffer group `group`.
+    ///
+    /// The corresponding liburing calls are `io_uring_register_buf_ring` and
+    /// `io_uring_buf_ring_init` (liburing 2.3 has no `io_uring_setup_buf_ring`).
+    internal func registerBufferRing(entries: UInt16, group: UInt16) throws(Errno) -> _BufferRingHandle {
+        precondition(entries > 0 && entries & (entries - 1) == 0, "buffer ring entries must be a power of two")
+        let byteCount = Int(entries) * MemoryLayout<io_uring_buf>.stride
+        var memory: UnsafeMutableRawPointer?
+        let allocated = posix_memalign(&memory, Int(getpagesize()), byteCount)
+        guard allocated == 0, let memory else { throw Errno(rawValue: allocated) }
+        memset(memory, 0, byteCount)
+        let bufferRing = memory.assumingMemoryBound(to: io_uring_buf_ring.self)
+        var registration = io_uring_buf_reg()
+        registration.ring_addr = UInt64(UInt(bitPattern: memory))
+        registration.ring_entries = UInt32(entries)
+        registration.bgid = group
+        let result = io_uring_register_buf_ring(self.ring, &registration, 0)
+        guard result == 0 else {
+            free(memory)
+            throw Errno(rawValue: -result)
+        }
+        io_uring_buf_ring_init(bufferRing)
+        return _BufferRingHandle(ring: bufferRing, mask: io_uring_buf_ring_mask(UInt32(entries)), group: group)
+    }
+
+    /// Unregisters and frees a buffer ring.
+    /// The corresponding liburing call is `io_uring_unregister_buf_ring`.
+    internal func unregisterBufferRing(_ handle: _BufferRingHandle) {
+        _ = io_uring_unregister_buf_ring(self.ring, Int32(handle.group))
+        free(handle.ring)
+    }
+
     /// Whether completions are waiting in the kernel's overflow list.
     internal var hasOverflow: Bool {
         io_uring_cq_has_overflow(self.ring)
+    }
+}
+
+/// A registered provided-buffer ring: where the ring thread hands buffers to the kernel.
+internal struct _BufferRingHandle {
+    fileprivate let ring: UnsafeMutablePointer<io_uring_buf_ring>
+    fileprivate let mask: Int32
+    internal let group: UInt16
+
+    /// Stages buffer `id` at `address` for the next `publish`, `offset` entries past the
+    /// published tail. The corresponding liburing call is `io_uring_buf_ring_add`.
+    internal func stage(_ address: UnsafeMutableRawPointer, length: Int, id: UInt16, offset: Int) {
+        io_uring_buf_ring_add(self.ring, address, UInt32(length), id, self.mask, Int32(offset))
+    }
+
+    /// Makes `count` staged buffers visible to the kernel (a release store of the tail).
+    /// The corresponding liburing call is `io_uring_buf_ring_advance`.
+    internal func publish(_ count: Int) {
+        io_uring_buf_ring_advance(self.ring, Int32(count))
     }
 }
 
@@ -154,7 +213,25 @@ internal struct RingCompletion {
     }
 
     /// More completions will follow for the same operation (multishot).
-    internal var hasMore: Bool { self.flags & IORING_CQE_F_MORE != 0 }
+    internal var hasMore: Bool { CompletionFlags(self.flags).hasMore }
+}
+
+/// The flags of a completion.
+internal struct CompletionFlags {
+    internal let rawValue: UInt32
+
+    internal init(_ rawValue: UInt32) {
+        self.rawValue = rawValue
+    }
+
+    /// More completions will follow for the same operation (multishot).
+    internal var hasMore: Bool { self.rawValue & IORING_CQE_F_MORE != 0 }
+
+    /// The provided buffer the kernel filled, if any.
+    internal var bufferID: UInt16? {
+        guard self.rawValue & IORING_CQE_F_BUFFER != 0 else { return nil }
+        return UInt16(truncatingIfNeeded: self.rawValue >> IORING_CQE_BUFFER_SHIFT)
+    }
 }
 
 // MARK: - Preparing operations
@@ -168,6 +245,10 @@ internal enum RingRequest {
     case write(fd: CInt, buffer: UnsafeRawBufferPointer, offset: Int64)
     /// A one-shot timeout; `spec` must stay alive until the operation is submitted.
     case timeout(spec: _KernelTimespec)
+    /// Receive repeatedly into buffers picked from provided-buffer group `group` (multishot).
+    case receiveMultishot(fd: CInt, group: UInt16)
+    /// Read repeatedly into buffers picked from `group` (multishot read, Linux 6.7: pipes).
+    case readMultishot(fd: CInt, group: UInt16)
     /// Cancel the operation with this user data.
     case cancel(userData: UInt64)
     /// Cancel every operation of this ring.
@@ -184,6 +265,11 @@ internal enum RingRequest {
             io_uring_prep_write(sqe, fd, buffer.baseAddress, UInt32(clamping: buffer.count), UInt64(bitPattern: offset))
         case .timeout(let spec):
             io_uring_prep_timeout(sqe, spec.pointer, 0, 0)
+        case .receiveMultishot(let fd, let group):
+            io_uring_prep_recv_multishot(sqe, fd, nil, 0, 0)
+            CLiburing_sqe_set_buffer_group(sqe, group)
+        case .readMultishot(let fd, let group):
+            CLiburing_prep_read_multishot(sqe, fd, group)
         case .cancel(let target):
             io_uring_prep_cancel64(sqe, target, 0)
         case .cancelAll:

@@ -48,4 +48,5 @@ package enum OperationKind: UInt8, CaseIterable {
     case write
     case timeout
     case cancel
+    case receive
 }

@@ -1,0 +1,159 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the engine: provided receive buffers that become rope regions without a copy.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A ring's pool of receive buffers, registered with the kernel as a provided-buffer ring.
+///
+/// The kernel picks a free buffer for each multishot receive and tells us its id; that buffer
+/// becomes a `ByteRope` region as it is — no copy. Its owner is a per-buffer object that this
+/// pool keeps as well, so the pool can tell when the last rope, slice or region referring to
+/// the buffer is gone: the owner is then uniquely referenced again. The ring thread checks
+/// the buffers out on loan once per turn and hands those back to the kernel.
+///
+///     kernel ──fills buffer 7──> CQE(bid 7) ──> ByteRope(region of buffer 7, owner #7)
+///        ^                                            │ … user code, any thread …
+///        └──── published back ←── owner #7 unique ←───┘ last reference dropped
+///
+/// Why polling the owners is sound: `isKnownUniquelyReferenced` is true only when no other
+/// reference exists, and none can appear afterwards (a new reference is only ever copied
+/// from an existing one). The acquiring fence after it orders our reuse of the memory after
+/// the other thread's last use, which ended with its releasing decrement of the count.
+///
+/// Buffer memory is owned by `_BufferMemory`, which every owner retains: ropes can outlive
+/// the pool and the ring.
+internal final class _ProvidedBuffers {
+    // MARK: Immutable after init
+    internal let group: UInt16
+    internal let bufferCount: Int
+    internal let bufferSize: Int
+    private let memory: _BufferMemory
+    private let handle: _BufferRingHandle
+
+    // MARK: Ring thread only
+    /// One owner per buffer id, for the pool's whole life.
+    private var owners: ContiguousArray<_ProvidedBufferOwner>
+    /// Buffer ids on loan to ropes.
+    private var onLoan: [UInt16] = []
+    /// Called once when buffers come back after the pool ran dry.
+    private var waiters: [() -> Void] = []
+
+    internal init(uring: _URing, group: UInt16, bufferCount: Int, bufferSize: Int) throws(Errno) {
+        precondition(bufferCount > 0 && bufferCount <= 32_768 && bufferCount & (bufferCount - 1) == 0)
+        self.group = group
+        self.bufferCount = bufferCount
+        self.bufferSize = bufferSize
+        let memory = try _BufferMemory(byteCount: bufferCount * bufferSize)
+        self.memory = memory
+        self.handle = try uring.registerBufferRing(entries: UInt16(bufferCount), group: group)
+        self.owners = ContiguousArray((0..<bufferCount).map { _ in _ProvidedBufferOwner(memory) })
+        for id in 0..<bufferCount {
+            self.handle.stage(self.address(of: UInt16(id)), length: bufferSize, id: UInt16(id), offset: id)
+        }
+        self.handle.publish(bufferCount)
+    }
+
+    /// Unregisters the ring. Buffers on loan stay valid until their ropes are gone.
+    internal func close(uring: _URing) {
+        uring.unregisterBufferRing(self.handle)
+    }
+
+    private func address(of id: UInt16) -> UnsafeMutableRawPointer {
+        self.memory.base + Int(id) * self.bufferSize
+    }
+
+    /// The number of buffers held by ropes.
+    internal var buffersOnLoan: Int { self.onLoan.count }
+
+    /// The base address and size of all buffer memory (for tests of the zero-copy claim).
+    internal var memoryRange: Range<UInt> {
+        let base = UInt(bitPattern: self.memory.base)
+        return base..<base + UInt(self.bufferCount * self.bufferSize)
+    }
+
+    /// Lends buffer `id`, which the kernel filled with `length` bytes, as a one-region rope.
+    internal func lend(_ id: UInt16, length: Int) -> ByteRope {
+        precondition(Int(id) < self.bufferCount && length > 0 && length <= self.bufferSize, "bad buffer completion")
+        self.onLoan.append(id)
+        return ByteRope(
+            unsafeOwner: self.owners[Int(id)],
+            bytes: UnsafeRawBufferPointer(start: self.address(of: id), count: length)
+        )
+    }
+
+    /// Hands back to the kernel every buffer on loan that no rope refers to any more, and
+    /// wakes the waiters when the pool had run dry.
+    ///
+    /// - Returns: How many buffers came back.
+    /// - Complexity: O(buffers on loan); no allocation.
+    @discardableResult
+    internal func collectReturned() -> Int {
+        guard !self.onLoan.isEmpty else { return 0 }
+        var returned = 0
+        var index = 0
+        while index < self.onLoan.count {
+            let id = self.onLoan[index]
+            if isKnownUniquelyReferenced(&self.owners[Int(id)]) {
+                self.handle.stage(self.address(of: id), length: self.bufferSize, id: id, offset: returned)
+                returned += 1
+                self.onLoan.swapAt(index, self.onLoan.count - 1)
+                self.onLoan.removeLast()
+            } else {
+                index += 1
+            }
+        }
+        if returned > 0 {
+            atomicMemoryFence(ordering: .acquiring)
+            self.handle.publish(returned)
+            if !self.waiters.isEmpty {
+                let waiters = self.waiters
+                self.waiters.removeAll()
+                for waiter in waiters { waiter() }
+            }
+        }
+        return returned
+    }
+
+    /// Whether receives are waiting for buffers to come back.
+    internal var hasWaiters: Bool { !self.waiters.isEmpty }
+
+    /// Calls `waiter` on the ring thread once buffers come back (after an `ENOBUFS`).
+    internal func whenBuffersReturn(_ waiter: @escaping () -> Void) {
+        self.waiters.append(waiter)
+    }
+}
+
+@available(*, unavailable)
+extension _ProvidedBuffers: Sendable {}
+
+/// The owner of one provided buffer in ropes: identity only. It keeps the buffer memory alive.
+internal final class _ProvidedBufferOwner {
+    private let memory: _BufferMemory
+
+    init(_ memory: _BufferMemory) {
+        self.memory = memory
+    }
+}
+
+/// The memory of all of a pool's buffers: one page-aligned allocation, freed when the pool
+/// and the last rope region over it are gone.
+internal final class _BufferMemory {
+    let base: UnsafeMutableRawPointer
+
+    init(byteCount: Int) throws(Errno) {
+        var memory: UnsafeMutableRawPointer?
+        let result = posix_memalign(&memory, Int(getpagesize()), byteCount)
+        guard result == 0, let memory else { throw Errno(rawValue: result) }
+        self.base = memory
+    }
+
+    deinit {
+        free(self.base)
+    }
+}
