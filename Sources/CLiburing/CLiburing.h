@@ -16,11 +16,14 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <netinet/in.h>
 // The kernel UAPI header before liburing's private copy (same guard, LINUX_IO_URING_H):
 // swift-system's CSystem includes this one, and two different io_uring_sqe layouts in one
 // Swift module fail to merge.
 #include <linux/io_uring.h>
 #include <liburing.h>
+// struct statx: glibc declares it only with _GNU_SOURCE (kept off above); the UAPI header has it.
+#include <linux/stat.h>
 
 // Importer limitation: IOSQE_* are macros built over enum bit positions.
 static const unsigned char CLiburing_IOSQE_IO_LINK = IOSQE_IO_LINK;
@@ -40,6 +43,9 @@ static inline void CLiburing_sqe_set_buffer_group(struct io_uring_sqe *sqe, uint
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = group;
 }
+
+// IORING_TIMEOUT_MULTISHOT (Linux 6.4) is newer than the UAPI header Debian 12 ships.
+static const unsigned CLiburing_IORING_TIMEOUT_MULTISHOT = 1U << 6;
 
 // IORING_OP_READ_MULTISHOT (Linux 6.7) is newer than the UAPI header Debian 12 ships.
 static const uint8_t CLiburing_IORING_OP_READ_MULTISHOT = 49;

@@ -6,12 +6,16 @@ import Dispatch
 import Synchronization
 import SystemPackage
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Test hooks over the engine's internal API.
 package enum _RingIOTesting {
-    /// Whether this process can set up io_uring at all; the `Errno` the kernel gave if not.
-    package static func ringSetUpError() -> IORingSetupError? {
+    /// Whether this process can set up io_uring at all; the error the kernel gave if not.
+    package static func ringSetUpError() -> RingSetupError? {
         do {
-            let ring = try IORing(entries: 4)
+            let ring = try RingLoop(entries: 4)
             ring.shutdown()
             return nil
         } catch {
@@ -19,94 +23,91 @@ package enum _RingIOTesting {
         }
     }
 
-    /// Submits a no-op from the ring thread; `completion` runs on the ring thread with the
-    /// result. Call from any thread.
-    package static func nop(on ring: IORing, completion: @escaping @Sendable (Int32) -> Void) {
-        ring.enqueue {
-            ring.core.submit(.nop, kind: .nop, target: _ClosureTarget { result, _ in completion(result) })
+    /// A completion as a test sees it.
+    package struct Completion: Sendable, Equatable {
+        package var result: Int32
+        package var hasMore: Bool
+
+        package init(result: Int32, hasMore: Bool) {
+            self.result = result
+            self.hasMore = hasMore
         }
     }
 
-    /// Submits `count` no-ops at once from the ring thread; each completion calls `completion`.
-    package static func nops(
-        _ count: Int,
-        on ring: IORing,
-        completion: @escaping @Sendable (Int32) -> Void
+    /// Submits `request` from the ring thread; `completion` runs on the ring thread for each
+    /// of its completions. `keepAlive` is held until the final completion (the owner of the
+    /// request's pointers). Call from any thread.
+    ///
+    /// - Parameter submitted: Receives the operation's user data on the ring thread.
+    package static func submit(
+        _ request: @escaping @Sendable @autoclosure () -> RingRequest,
+        on ring: RingLoop,
+        keepAlive: (any Sendable)? = nil,
+        submitted: (@Sendable (UInt64) -> Void)? = nil,
+        completion: @escaping @Sendable (Completion) -> Void
     ) {
+        ring.enqueue {
+            let target = _ClosureTarget { result, flags in
+                if !flags.hasMore { withExtendedLifetime(keepAlive) {} }
+                completion(Completion(result: result, hasMore: flags.hasMore))
+            }
+            let userData = ring.core.submit(request(), target: target)
+            submitted?(userData)
+        }
+    }
+
+    /// Submits `request` and, in the same ring turn (so the same submission), a cancellation
+    /// of it: the two race in the kernel.
+    package static func submitThenCancel(
+        _ request: @escaping @Sendable @autoclosure () -> RingRequest,
+        on ring: RingLoop,
+        keepAlive: (any Sendable)? = nil,
+        completion: @escaping @Sendable (Completion) -> Void,
+        cancelCompletion: @escaping @Sendable (Int32) -> Void
+    ) {
+        ring.enqueue {
+            let target = _ClosureTarget { result, flags in
+                if !flags.hasMore { withExtendedLifetime(keepAlive) {} }
+                completion(Completion(result: result, hasMore: flags.hasMore))
+            }
+            let userData = ring.core.submit(request(), target: target)
+            ring.core.submit(
+                .cancel(userData: userData),
+                target: _ClosureTarget { result, _ in cancelCompletion(result) }
+            )
+        }
+    }
+
+    /// Submits `request` linked to a timeout of `nanoseconds`; `completion` gets the request's
+    /// final result, `timeoutCompletion` the timeout's.
+    package static func submit(
+        _ request: @escaping @Sendable @autoclosure () -> RingRequest,
+        on ring: RingLoop,
+        timeoutNanoseconds: Int64,
+        completion: @escaping @Sendable (Int32) -> Void,
+        timeoutCompletion: @escaping @Sendable (Int32) -> Void
+    ) {
+        ring.enqueue {
+            let spec = _KernelTimespec(nanoseconds: timeoutNanoseconds)
+            ring.core.submit(
+                request(),
+                target: _ClosureTarget { result, _ in completion(result) },
+                timeout: spec,
+                timeoutTarget: _ClosureTarget { result, _ in
+                    withExtendedLifetime(spec) {}
+                    timeoutCompletion(result)
+                }
+            )
+        }
+    }
+
+    /// Submits `count` no-ops in one ring turn; each completion calls `completion`.
+    package static func nops(_ count: Int, on ring: RingLoop, completion: @escaping @Sendable (Int32) -> Void) {
         ring.enqueue {
             let target = _ClosureTarget { result, _ in completion(result) }
             for _ in 0..<count {
-                ring.core.submit(.nop, kind: .nop, target: target)
+                ring.core.submit(.nop, target: target)
             }
-        }
-    }
-
-    /// Reads up to `count` bytes of `fd` at `offset` (-1: the file position) through the ring.
-    package static func read(
-        fd: CInt,
-        count: Int,
-        offset: Int64,
-        on ring: IORing,
-        completion: @escaping @Sendable (Result<[UInt8], Errno>) -> Void
-    ) {
-        ring.enqueue {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
-            let request = RingRequest.read(fd: fd, buffer: buffer, offset: offset)
-            ring.core.submit(
-                request,
-                kind: .read,
-                target: _ClosureTarget { result, _ in
-                    defer { buffer.deallocate() }
-                    if result < 0 {
-                        completion(.failure(Errno(rawValue: -result)))
-                    } else {
-                        completion(.success(Array(buffer[..<Int(result)])))
-                    }
-                }
-            )
-        }
-    }
-
-    /// Writes `bytes` to `fd` at `offset` (-1: the file position) through the ring.
-    package static func write(
-        fd: CInt,
-        bytes: [UInt8],
-        offset: Int64,
-        on ring: IORing,
-        completion: @escaping @Sendable (Result<Int, Errno>) -> Void
-    ) {
-        ring.enqueue {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
-            buffer.copyBytes(from: bytes)
-            let request = RingRequest.write(fd: fd, buffer: UnsafeRawBufferPointer(buffer), offset: offset)
-            ring.core.submit(
-                request,
-                kind: .write,
-                target: _ClosureTarget { result, _ in
-                    buffer.deallocate()
-                    completion(result < 0 ? .failure(Errno(rawValue: -result)) : .success(Int(result)))
-                }
-            )
-        }
-    }
-
-    /// Arms a one-shot timeout of `nanoseconds` on the ring; `completion` gets its result
-    /// (`-ETIME` when it fires, `-ECANCELED` when cancelled).
-    package static func timeout(
-        nanoseconds: Int64,
-        on ring: IORing,
-        completion: @escaping @Sendable (Int32) -> Void
-    ) {
-        ring.enqueue {
-            let spec = _KernelTimespec(nanoseconds: nanoseconds)
-            ring.core.submit(
-                .timeout(spec: spec),
-                kind: .timeout,
-                target: _ClosureTarget { result, _ in
-                    withExtendedLifetime(spec) {}
-                    completion(result)
-                }
-            )
         }
     }
 
@@ -122,7 +123,7 @@ package enum _RingIOTesting {
     package static func receive(
         fd: CInt,
         pipe: Bool = false,
-        on ring: IORing,
+        on ring: RingLoop,
         handler: @escaping @Sendable (Received) -> Void
     ) {
         ring.enqueue {
@@ -137,37 +138,53 @@ package enum _RingIOTesting {
         }
     }
 
-    /// The address range of the ring's receive buffers (registering them if needed).
-    package static func receiveBufferMemory(of ring: IORing) -> Range<UInt> {
-        let result = Mutex<Range<UInt>?>(nil)
+    /// Runs `body` on the ring thread and returns its result.
+    private static func onRing<R: Sendable>(_ ring: RingLoop, _ body: @escaping @Sendable () -> R) -> R {
+        let result = Mutex<R?>(nil)
         let done = DispatchSemaphore(value: 0)
         ring.enqueue {
-            result.withLock { $0 = ring.core.providedBuffers.memoryRange }
+            let value = body()
+            result.withLock { $0 = value }
             done.signal()
         }
         done.wait()
         return result.withLock { $0! }
     }
 
+    /// The address range of the ring's receive buffers (registering them if needed).
+    package static func receiveBufferMemory(of ring: RingLoop) -> Range<UInt> {
+        self.onRing(ring) { ring.core.providedBuffers.memoryRange }
+    }
+
     /// Whether the kernel has multishot read (Linux 6.7), which pipes need.
-    package static func supportsReadMultishot(_ ring: IORing) -> Bool {
-        let result = Mutex<Bool>(false)
+    package static func supportsReadMultishot(_ ring: RingLoop) -> Bool {
+        self.onRing(ring) { ring.core.supportsReadMultishot }
+    }
+
+    /// Stats `path` through the ring; the file's size, or the error.
+    package static func statxSize(path: String, on ring: RingLoop) -> Result<UInt64, Errno> {
+        let outcome = Mutex<Result<UInt64, Errno>?>(nil)
         let done = DispatchSemaphore(value: 0)
         ring.enqueue {
-            result.withLock { $0 = ring.core.supportsReadMultishot }
-            done.signal()
+            let result = _StatxResult()
+            let cPath = strdup(path)!
+            ring.core.submit(
+                .statx(directory: AT_FDCWD, path: cPath, flags: 0, mask: .size, result: result),
+                target: _ClosureTarget { value, _ in
+                    let size = result.size
+                    free(cPath)
+                    outcome.withLock { $0 = value < 0 ? .failure(Errno(rawValue: -value)) : .success(size) }
+                    done.signal()
+                }
+            )
         }
         done.wait()
-        return result.withLock { $0 }
+        return outcome.withLock { $0! }
     }
 
     /// Runs `work` on `queue` through the ring's delivery path, from the ring thread: grouped
     /// into one `async` per DispatchQueue per turn, inline for the ring itself.
-    package static func deliver(
-        from ring: IORing,
-        on queue: some IOQueue,
-        _ work: @escaping @Sendable () -> Void
-    ) {
+    package static func deliver(from ring: RingLoop, on queue: some IOQueue, _ work: @escaping @Sendable () -> Void) {
         precondition(ring.isCurrentThread)
         ring.core.deliver(on: queue, work)
     }

@@ -62,7 +62,7 @@ func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
 struct ReceiveTests {
     @Test("socketpair: every byte arrives once, in order, as regions of the ring's buffers")
     func socketPair() throws {
-        let ring = try IORing(entries: 16)
+        let ring = try RingLoop(entries: 16)
         defer { ring.shutdown() }
         let (reader, writer) = try makeSocketPair()
         defer { close(reader) }
@@ -90,7 +90,7 @@ struct ReceiveTests {
 
     @Test("pipe: multishot read delivers the bytes and the end")
     func pipe() throws {
-        let ring = try IORing(entries: 16)
+        let ring = try RingLoop(entries: 16)
         defer { ring.shutdown() }
         try #require(
             _RingIOTesting.supportsReadMultishot(ring),
@@ -113,7 +113,7 @@ struct ReceiveTests {
     @Test("running out of buffers while ropes are held loses nothing and resumes when they go")
     func exhaustion() throws {
         // 4 buffers of 64 bytes: at most 256 bytes can be on loan.
-        let ring = try IORing(entries: 16, receiveBuffers: 4, receiveBufferSize: 64)
+        let ring = try RingLoop(entries: 16, receiveBuffers: 4, receiveBufferSize: 64)
         defer { ring.shutdown() }
         let (reader, writer) = try makeSocketPair()
         defer { close(reader) }

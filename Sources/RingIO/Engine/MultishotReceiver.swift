@@ -51,14 +51,14 @@ internal final class _MultishotReceiver: RingOperationTarget {
     /// Cancels the receive; a final `.failure(.canceled)` follows unless it already finished.
     internal func cancel() {
         guard let armed = self.armed, !self.finished else { return }
-        self.core.submit(.cancel(userData: armed), kind: .cancel, target: _ClosureTarget { _, _ in })
+        self.core.submit(.cancel(userData: armed), target: _ClosureTarget { _, _ in })
     }
 
     private func arm() {
         let group = self.core.providedBuffers.group
         let request: RingRequest =
             self.useRead ? .readMultishot(fd: self.fd, group: group) : .receiveMultishot(fd: self.fd, group: group)
-        self.armed = self.core.submit(request, kind: .receive, target: self)
+        self.armed = self.core.submit(request, target: self)
     }
 
     internal func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {

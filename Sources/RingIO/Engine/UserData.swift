@@ -46,7 +46,16 @@ package enum OperationKind: UInt8, CaseIterable {
     case nop
     case read
     case write
-    case timeout
-    case cancel
+    case send
     case receive
+    case accept
+    case connect
+    case open
+    case close
+    case fsync
+    case statx
+    case timeout
+    case linkTimeout
+    case poll
+    case cancel
 }

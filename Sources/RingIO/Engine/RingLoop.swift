@@ -25,12 +25,12 @@ import Glibc
 /// eventfd write only when the ring is asleep. Work enqueued from the ring thread itself joins
 /// the next turn with no wake-up.
 ///
-/// An `IORing` is also an ``IOQueue``: handlers given to it run on the ring thread.
+/// An `RingLoop` is also an ``IOQueue``: handlers given to it run on the ring thread.
 ///
 /// Call ``shutdown()`` to stop it: operations in flight are cancelled, their final completions
 /// delivered, and the thread joined. Dropping the last reference does the same, without the
 /// join when that happens on the ring thread itself.
-public final class IORing: IOQueue, @unchecked Sendable {
+public final class RingLoop: IOQueue, @unchecked Sendable {
     // @unchecked: the only stored property is immutable; `_RingCore` documents its own
     // confinement.
     internal let core: _RingCore
@@ -44,13 +44,13 @@ public final class IORing: IOQueue, @unchecked Sendable {
     ///     two, at most 32,768) on first use. This caps the bytes received and not yet
     ///     released at `receiveBuffers × receiveBufferSize`.
     ///   - receiveBufferSize: The size of each receive buffer.
-    /// - Throws: ``IORingSetupError`` naming the cause and the remedy when the kernel refuses
+    /// - Throws: ``RingSetupError`` naming the cause and the remedy when the kernel refuses
     ///   io_uring (too old, disabled, seccomp, memory limits).
     public convenience init(
         entries: UInt32 = 256,
         receiveBuffers: Int = 256,
         receiveBufferSize: Int = 16_384
-    ) throws(IORingSetupError) {
+    ) throws(RingSetupError) {
         try self.init(
             entries: entries,
             receiveBuffers: receiveBuffers,
@@ -67,7 +67,7 @@ public final class IORing: IOQueue, @unchecked Sendable {
         receiveBuffers: Int = 256,
         receiveBufferSize: Int = 16_384,
         _forcedSetupFailure: Errno?
-    ) throws(IORingSetupError) {
+    ) throws(RingSetupError) {
         precondition(
             receiveBuffers > 0 && receiveBuffers <= 32_768 && receiveBuffers & (receiveBuffers - 1) == 0,
             "receiveBuffers must be a power of two in 1...32768"
@@ -101,7 +101,7 @@ public final class IORing: IOQueue, @unchecked Sendable {
     ///
     /// - Precondition: Not called on this ring's own thread (it cannot wait for itself).
     public func shutdown() {
-        precondition(!self.core.isRingThread, "IORing.shutdown() called on the ring's own thread")
+        precondition(!self.core.isRingThread, "RingLoop.shutdown() called on the ring's own thread")
         self.core.stop(join: true)
     }
 
@@ -121,7 +121,7 @@ public final class IORing: IOQueue, @unchecked Sendable {
     }
 }
 
-extension IORing {
+extension RingLoop {
     /// The ring's configuration as the kernel accepted it.
     public struct Setup: Sendable {
         /// Submission and completion queue sizes.

@@ -7,11 +7,11 @@ import SystemPackage
 /// io_uring could not be set up: the kernel's answer, with its likely cause and remedy.
 ///
 ///     do {
-///         let ring = try IORing()
+///         let ring = try RingLoop()
 ///     } catch {
 ///         print(error)   // "io_uring is disabled (EPERM): … set kernel.io_uring_disabled=0 …"
 ///     }
-public struct IORingSetupError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct RingSetupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What the kernel answered.
     public let errno: Errno
 

@@ -37,8 +37,8 @@ final class Recorder<Element: Sendable>: Sendable {
     var all: [Element] { self.items.withLock { $0 } }
 }
 
-@Suite("IORing: set-up errors")
-struct IORingSetUpErrorTests {
+@Suite("RingLoop: set-up errors")
+struct RingSetUpErrorTests {
     @Test(
         "a refused set-up throws an error naming the cause and the remedy",
         arguments: [
@@ -49,7 +49,7 @@ struct IORingSetUpErrorTests {
     )
     func forcedFailure(errno: Errno, mentions: [String]) {
         do {
-            let ring = try IORing(entries: 8, _forcedSetupFailure: errno)
+            let ring = try RingLoop(entries: 8, _forcedSetupFailure: errno)
             ring.shutdown()
             Issue.record("set-up did not fail")
         } catch {
@@ -61,11 +61,11 @@ struct IORingSetUpErrorTests {
     }
 }
 
-@Suite("IORing: engine", .enabled(if: ringIsAvailable, ringUnavailableReason))
-struct IORingTests {
+@Suite("RingLoop: engine", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct RingLoopTests {
     @Test("set-up reports what the kernel accepted")
     func setUp() throws {
-        let ring = try IORing(entries: 64)
+        let ring = try RingLoop(entries: 64)
         defer { ring.shutdown() }
         #expect(ring.setup.submissionEntries == 64)
         #expect(ring.setup.completionEntries == 256)
@@ -75,7 +75,7 @@ struct IORingTests {
 
     @Test("no-op round trips, one after another, from another thread")
     func nopRoundTrips() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         defer { ring.shutdown() }
         for _ in 0..<500 {
             let done = DispatchSemaphore(value: 0)
@@ -95,7 +95,7 @@ struct IORingTests {
 
     @Test("more operations in one turn than the SQ holds all complete, once each")
     func submissionQueueFull() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         defer { ring.shutdown() }
         let completions = Counter()
         let done = DispatchSemaphore(value: 0)
@@ -112,7 +112,7 @@ struct IORingTests {
 
     @Test("a cross-thread submission storm: every operation completes exactly once")
     func crossThreadStorm() async throws {
-        let ring = try IORing(entries: 32)
+        let ring = try RingLoop(entries: 32)
         defer { ring.shutdown() }
         let threads = 8
         let perThread = 2_000
@@ -138,7 +138,7 @@ struct IORingTests {
 
     @Test("file writes and reads at offsets and at the file position")
     func fileReadWrite() throws {
-        let ring = try IORing(entries: 16)
+        let ring = try RingLoop(entries: 16)
         defer { ring.shutdown() }
         var template = Array("/tmp/ringio-test-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
@@ -149,24 +149,10 @@ struct IORingTests {
         }
 
         func write(_ text: String, at offset: Int64) throws -> Result<Int, Errno> {
-            let done = DispatchSemaphore(value: 0)
-            let outcome = Mutex<Result<Int, Errno>?>(nil)
-            _RingIOTesting.write(fd: fd, bytes: Array(text.utf8), offset: offset, on: ring) { result in
-                outcome.withLock { $0 = result }
-                done.signal()
-            }
-            try #require(wait(done))
-            return try #require(outcome.withLock { $0 })
+            try _RingIOTesting.write(fd: fd, bytes: Array(text.utf8), offset: offset, on: ring)
         }
         func read(_ count: Int, at offset: Int64) throws -> Result<[UInt8], Errno> {
-            let done = DispatchSemaphore(value: 0)
-            let outcome = Mutex<Result<[UInt8], Errno>?>(nil)
-            _RingIOTesting.read(fd: fd, count: count, offset: offset, on: ring) { result in
-                outcome.withLock { $0 = result }
-                done.signal()
-            }
-            try #require(wait(done))
-            return try #require(outcome.withLock { $0 })
+            try _RingIOTesting.read(fd: fd, count: count, offset: offset, on: ring)
         }
 
         #expect(try write("hello", at: 0) == .success(5))
@@ -179,23 +165,13 @@ struct IORingTests {
         #expect(try read(2, at: -1) == .success(Array("lo".utf8)))
         #expect(lseek(fd, 0, SEEK_CUR) == 5)
         // A bad descriptor is an error, not a crash.
-        _ = try #require(try? read(4, at: 0).get())
-        let badRead: Result<[UInt8], Errno> = try {
-            let done = DispatchSemaphore(value: 0)
-            let outcome = Mutex<Result<[UInt8], Errno>?>(nil)
-            _RingIOTesting.read(fd: 9_999, count: 4, offset: 0, on: ring) { result in
-                outcome.withLock { $0 = result }
-                done.signal()
-            }
-            try #require(wait(done))
-            return try #require(outcome.withLock { $0 })
-        }()
+        let badRead = try _RingIOTesting.read(fd: 9_999, count: 4, offset: 0, on: ring)
         #expect(badRead == .failure(.badFileDescriptor))
     }
 
     @Test("a timeout fires after its delay")
     func timeoutFires() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         defer { ring.shutdown() }
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Int32?>(nil)
@@ -212,7 +188,7 @@ struct IORingTests {
 
     @Test("handlers for one DispatchQueue in one turn go out in one async, in order")
     func dispatchGrouping() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         defer { ring.shutdown() }
         let queue = DispatchQueue(label: "grouping")
         let order = Recorder<String>()
@@ -235,7 +211,7 @@ struct IORingTests {
 
     @Test("handlers for the ring run on its thread, after the work that delivered them")
     func inlineDelivery() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         defer { ring.shutdown() }
         let order = Recorder<String>()
         let done = DispatchSemaphore(value: 0)
@@ -254,7 +230,7 @@ struct IORingTests {
 
     @Test("shutdown cancels operations in flight and delivers their final completions")
     func shutdownWithOperationsInFlight() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         let results = Recorder<Int32>()
         let armed = DispatchSemaphore(value: 0)
         for _ in 0..<3 {
@@ -273,13 +249,13 @@ struct IORingTests {
     func dropWithoutShutdown() throws {
         let completed = DispatchSemaphore(value: 0)
         do {
-            let ring = try IORing(entries: 8)
+            let ring = try RingLoop(entries: 8)
             _RingIOTesting.nop(on: ring) { _ in completed.signal() }
             try #require(wait(completed))
         }
         // The deinit joined the thread: set up and drop many more without running out.
         for _ in 0..<64 {
-            _ = try IORing(entries: 4)
+            _ = try RingLoop(entries: 4)
         }
     }
 }
@@ -300,11 +276,11 @@ struct UserDataTests {
     }
 }
 
-@Suite("IORing: shutdown races", .enabled(if: ringIsAvailable, ringUnavailableReason))
-struct IORingShutdownTests {
+@Suite("RingLoop: shutdown races", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct RingLoopShutdownTests {
     @Test("operations submitted by handlers during shutdown are cancelled too")
     func submissionsDuringShutdown() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         let results = Recorder<Int32>()
         let armed = DispatchSemaphore(value: 0)
         // Each cancelled timeout arms another long one from its handler, twice.
@@ -329,7 +305,7 @@ struct IORingShutdownTests {
 
     @Test("work enqueued after the ring stopped is discarded and counted, never run")
     func enqueueAfterShutdown() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         ring.shutdown()
         let ran = Counter()
         ring.enqueue { ran.increment() }
@@ -338,11 +314,11 @@ struct IORingShutdownTests {
     }
 }
 
-@Suite("IORingGroup", .enabled(if: ringIsAvailable, ringUnavailableReason))
-struct IORingGroupTests {
+@Suite("RingLoopGroup", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct RingLoopGroupTests {
     @Test("rings are handed out round-robin, each on its own thread")
     func roundRobin() throws {
-        let group = try IORingGroup(count: 3, entries: 8)
+        let group = try RingLoopGroup(count: 3, entries: 8)
         defer { group.shutdown() }
         #expect(group.rings.count == 3)
         let handedOut = (0..<6).map { _ in group.next() }
@@ -363,18 +339,18 @@ struct IORingGroupTests {
 
     @Test("the shared group is one group, one ring per core")
     func shared() throws {
-        let first = try IORingGroup.shared
-        let second = try IORingGroup.shared
+        let first = try RingLoopGroup.shared
+        let second = try RingLoopGroup.shared
         #expect(first === second)
-        #expect(first.rings.count == IORingGroup.onlineCores)
+        #expect(first.rings.count == RingLoopGroup.onlineCores)
     }
 }
 
-@Suite("IORing: fairness", .enabled(if: ringIsAvailable, ringUnavailableReason))
-struct IORingFairnessTests {
+@Suite("RingLoop: fairness", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct RingLoopFairnessTests {
     @Test("a job that keeps re-enqueueing itself does not starve completions")
     func selfReenqueueingJob() throws {
-        let ring = try IORing(entries: 8)
+        let ring = try RingLoop(entries: 8)
         defer { ring.shutdown() }
         let stop = Atomic<Bool>(false)
         let spins = Counter()

@@ -12,13 +12,13 @@ import Glibc
 #endif
 
 /// The state of one ring. The ring thread holds a strong reference until it exits, so the
-/// state outlives the `IORing` façade when the façade is dropped with work in flight.
+/// state outlives the `RingLoop` façade when the façade is dropped with work in flight.
 internal final class _RingCore: @unchecked Sendable {
     // @unchecked: properties under "ring thread only" are touched only on the ring thread
     // (checked by `assertOnRingThread()` in debug builds); the others are immutable or atomic.
 
     // MARK: Immutable after start
-    internal let setup: IORing.Setup
+    internal let setup: RingLoop.Setup
     private let eventFD: CInt
     private let inbox = _Inbox()
     internal let counters = _Counters()
@@ -62,7 +62,7 @@ internal final class _RingCore: @unchecked Sendable {
         self.receiveBufferCount = receiveBufferCount
         self.receiveBufferSize = receiveBufferSize
         let flags = uring.setupFlags
-        self.setup = IORing.Setup(
+        self.setup = RingLoop.Setup(
             submissionEntries: uring.submissionEntries,
             completionEntries: uring.completionEntries,
             deferredTaskRun: flags & IORING_SETUP_DEFER_TASKRUN != 0,
@@ -85,7 +85,7 @@ internal final class _RingCore: @unchecked Sendable {
         receiveBufferCount: Int,
         receiveBufferSize: Int,
         forcedFailure: Errno?
-    ) throws(IORingSetupError) -> _RingCore {
+    ) throws(RingSetupError) -> _RingCore {
         let handshake = _StartHandshake(
             entries: entries,
             receiveBufferCount: receiveBufferCount,
@@ -106,7 +106,7 @@ internal final class _RingCore: @unchecked Sendable {
         )
         guard created == 0 else {
             Unmanaged<_StartHandshake>.fromOpaque(context).release()
-            throw IORingSetupError(errno: Errno(rawValue: created))
+            throw RingSetupError(errno: Errno(rawValue: created))
         }
         handshake.done.wait()
         switch handshake.outcome! {
@@ -138,7 +138,7 @@ internal final class _RingCore: @unchecked Sendable {
                 receiveBufferSize: handshake.receiveBufferSize
             )
         } catch {
-            handshake.outcome = .failure(IORingSetupError(errno: error))
+            handshake.outcome = .failure(RingSetupError(errno: error))
             handshake.done.signal()
             return
         }
@@ -215,19 +215,46 @@ internal final class _RingCore: @unchecked Sendable {
     /// Prepares one operation for the next flush.
     ///
     /// - Parameters:
-    ///   - request: What to ask the kernel.
-    ///   - kind: The operation kind recorded in `user_data`.
-    ///   - target: Receives the completion(s) on the ring thread.
+    ///   - request: What to ask the kernel; its pointers must stay valid until the final
+    ///     completion.
+    ///   - target: Receives the completion(s) on the ring thread, after the CQ batch is drained.
     ///   - context: Handed back with the completion.
     /// - Returns: The operation's user data (for cancellation).
     @discardableResult
+    internal func submit(_ request: RingRequest, target: any RingOperationTarget, context: UInt64 = 0) -> UInt64 {
+        self.assertOnRingThread()
+        let userData = self.occupySlot(kind: request.kind, target: target, context: context)
+        request.prepare(self.nextSQE(), userData: userData)
+        return userData
+    }
+
+    /// Prepares `request` linked to a timeout: if it has not completed after `timeout`, the
+    /// kernel cancels it (its completion is then `-ECANCELED`). The timeout's own completion
+    /// goes to `timeoutTarget` (`-ETIME` when it fired, `-ECANCELED`/`-ENOENT` otherwise).
+    ///
+    /// - Returns: The operation's user data.
+    @discardableResult
     internal func submit(
         _ request: RingRequest,
-        kind: OperationKind,
         target: any RingOperationTarget,
-        context: UInt64 = 0
+        context: UInt64 = 0,
+        timeout: _KernelTimespec,
+        timeoutTarget: any RingOperationTarget
     ) -> UInt64 {
         self.assertOnRingThread()
+        // Both entries must land in the same submission: make room for two first.
+        self.ensureSubmissionSpace(2)
+        let first = self.nextSQE()
+        let second = self.nextSQE()
+        let userData = self.occupySlot(kind: request.kind, target: target, context: context)
+        request.prepare(first, userData: userData)
+        RingRequest.link(first)
+        let timeoutUserData = self.occupySlot(kind: .linkTimeout, target: timeoutTarget, context: 0)
+        RingRequest.prepareLinkTimeout(second, spec: timeout, userData: timeoutUserData)
+        return userData
+    }
+
+    private func occupySlot(kind: OperationKind, target: any RingOperationTarget, context: UInt64) -> UInt64 {
         let slotIndex: UInt32
         if let free = self.freeSlots.popLast() {
             slotIndex = free
@@ -237,11 +264,16 @@ internal final class _RingCore: @unchecked Sendable {
         }
         self.slots[Int(slotIndex)].target = target
         self.slots[Int(slotIndex)].context = context
-        let userData = UserData(slot: slotIndex, generation: self.slots[Int(slotIndex)].generation, kind: kind).raw
-        request.prepare(self.nextSQE(), userData: userData)
         self.inFlight += 1
         self.submittedSinceCancelAll = true
-        return userData
+        return UserData(slot: slotIndex, generation: self.slots[Int(slotIndex)].generation, kind: kind).raw
+    }
+
+    /// Flushes the SQ until it has room for `count` entries.
+    private func ensureSubmissionSpace(_ count: UInt32) {
+        while self.uring.submissionSpaceLeft < count {
+            self.flushSubmissionQueue()
+        }
     }
 
     /// A free SQE; when the SQ is full, flushes it to the kernel first (and, if the kernel
@@ -249,23 +281,27 @@ internal final class _RingCore: @unchecked Sendable {
     private func nextSQE() -> UnsafeMutablePointer<io_uring_sqe> {
         while true {
             if let sqe = self.uring.nextSQE() { return sqe }
-            do throws(Errno) {
-                let submitted = try self.uring.submit(wait: false)
-                self.counters.submissions.add(UInt64(submitted), ordering: .relaxed)
-            } catch  where error == .resourceBusy || error == .resourceTemporarilyUnavailable {
-                self.reapCompletions()
-            } catch {
-                preconditionFailure("RingIO: io_uring_submit failed: \(error)")
-            }
+            self.flushSubmissionQueue()
+        }
+    }
+
+    /// Hands the prepared entries to the kernel without waiting; when the kernel pushes back
+    /// because the CQ overflowed, reaps completions to make room.
+    private func flushSubmissionQueue() {
+        do throws(Errno) {
+            let submitted = try self.uring.submit(wait: false)
+            self.counters.submissions.add(UInt64(submitted), ordering: .relaxed)
+        } catch  where error == .resourceBusy || error == .resourceTemporarilyUnavailable {
+            self.reapCompletions()
+        } catch {
+            preconditionFailure("RingIO: io_uring_submit failed: \(error)")
         }
     }
 
     private func armWakeUp() {
-        self.submit(
-            .read(fd: self.eventFD, buffer: self.wakeBuffer, offset: -1),
-            kind: .wakeUp,
-            target: _WakeUpTarget(self)
-        )
+        let userData = self.occupySlot(kind: .wakeUp, target: _WakeUpTarget(self), context: 0)
+        RingRequest.read(fd: self.eventFD, buffer: self.wakeBuffer, offset: -1)
+            .prepare(self.nextSQE(), userData: userData)
     }
 
     fileprivate func wakeUpCompleted(result: Int32) {
@@ -311,8 +347,7 @@ internal final class _RingCore: @unchecked Sendable {
             self.bufferRetryArmed = true
             let spec = _KernelTimespec(nanoseconds: 1_000_000)
             self.submit(
-                .timeout(spec: spec),
-                kind: .timeout,
+                .timeout(spec: spec, repeating: false),
                 target: _ClosureTarget { [unowned self] _, _ in
                     withExtendedLifetime(spec) {}
                     self.bufferRetryArmed = false
@@ -327,7 +362,7 @@ internal final class _RingCore: @unchecked Sendable {
     /// otherwise grouped with the turn's other work for the same DispatchQueue into one `async`.
     internal func deliver(on queue: some IOQueue, _ work: @escaping @Sendable () -> Void) {
         self.assertOnRingThread()
-        if let ring = queue as? IORing, ring.core === self {
+        if let ring = queue as? RingLoop, ring.core === self {
             self.localJobs.append(work)
         } else if let dispatchQueue = queue as? DispatchQueue {
             if let index = self.dispatchBatches.firstIndex(where: { $0.queue === dispatchQueue }) {
@@ -360,7 +395,7 @@ internal final class _RingCore: @unchecked Sendable {
             {
                 // Cancel everything in flight, again whenever a handler submitted more.
                 self.cancelAllIssued = true
-                self.submit(.cancelAll, kind: .cancel, target: _ClosureTarget { _, _ in })
+                self.submit(.cancelAll, target: _ClosureTarget { _, _ in })
                 self.submittedSinceCancelAll = false
             }
             if self.cancelAllIssued && self.inFlight == 0 && self.localJobs.isEmpty && self.inbox.isEmpty {
@@ -514,7 +549,7 @@ private final class _StartHandshake: @unchecked Sendable {
     let receiveBufferSize: Int
     let forcedFailure: Errno?
     let done = DispatchSemaphore(value: 0)
-    var outcome: Result<_RingCore, IORingSetupError>?
+    var outcome: Result<_RingCore, RingSetupError>?
 
     init(entries: UInt32, receiveBufferCount: Int, receiveBufferSize: Int, forcedFailure: Errno?) {
         self.entries = entries
@@ -534,8 +569,8 @@ internal final class _Counters: Sendable {
     let discardedJobs = Atomic<UInt64>(0)
     let buffersOnLoan = Atomic<UInt64>(0)
 
-    func snapshot() -> IORing.Counters {
-        IORing.Counters(
+    func snapshot() -> RingLoop.Counters {
+        RingLoop.Counters(
             submissions: self.submissions.load(ordering: .relaxed),
             completions: self.completions.load(ordering: .relaxed),
             batches: self.batches.load(ordering: .relaxed),

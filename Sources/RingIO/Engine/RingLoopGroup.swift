@@ -10,13 +10,13 @@ import Glibc
 
 /// A fixed set of rings, each on its own thread; work is spread over them round-robin.
 ///
-///     let group = try IORingGroup(count: 2)
+///     let group = try RingLoopGroup(count: 2)
 ///     let ring = group.next()
 ///
 /// Channels and sources created without a ring use ``shared``, created on first use.
-public final class IORingGroup: Sendable {
+public final class RingLoopGroup: Sendable {
     /// The rings, in order.
-    public let rings: [IORing]
+    public let rings: [RingLoop]
     private let cursor = Atomic<Int>(0)
 
     /// Sets up `count` rings.
@@ -24,16 +24,16 @@ public final class IORingGroup: Sendable {
     /// - Parameters:
     ///   - count: How many rings (threads); defaults to the number of online cores.
     ///   - entries: Each ring's submission queue size.
-    /// - Throws: ``IORingSetupError`` when the kernel refuses io_uring; rings already set up
+    /// - Throws: ``RingSetupError`` when the kernel refuses io_uring; rings already set up
     ///   are shut down again.
     /// - Precondition: `count > 0`.
-    public init(count: Int = IORingGroup.onlineCores, entries: UInt32 = 256) throws(IORingSetupError) {
-        precondition(count > 0, "IORingGroup needs at least one ring")
-        var rings: [IORing] = []
+    public init(count: Int = RingLoopGroup.onlineCores, entries: UInt32 = 256) throws(RingSetupError) {
+        precondition(count > 0, "RingLoopGroup needs at least one ring")
+        var rings: [RingLoop] = []
         rings.reserveCapacity(count)
         for _ in 0..<count {
-            do throws(IORingSetupError) {
-                rings.append(try IORing(entries: entries))
+            do throws(RingSetupError) {
+                rings.append(try RingLoop(entries: entries))
             } catch {
                 for ring in rings { ring.shutdown() }
                 throw error
@@ -43,12 +43,12 @@ public final class IORingGroup: Sendable {
     }
 
     /// The next ring, round-robin. Any thread; lock-free.
-    public func next() -> IORing {
+    public func next() -> RingLoop {
         let index = self.cursor.wrappingAdd(1, ordering: .relaxed).oldValue
         return self.rings[index % self.rings.count]
     }
 
-    /// Shuts every ring down (see ``IORing/shutdown()``).
+    /// Shuts every ring down (see ``RingLoop/shutdown()``).
     public func shutdown() {
         for ring in self.rings { ring.shutdown() }
     }
@@ -61,19 +61,19 @@ public final class IORingGroup: Sendable {
     /// The group that channels and sources use when they are given none: one ring per core,
     /// created on first use and kept for the life of the process.
     ///
-    /// - Throws: ``IORingSetupError`` when io_uring cannot be set up — on every access, with
+    /// - Throws: ``RingSetupError`` when io_uring cannot be set up — on every access, with
     ///   the same error (set-up is attempted once).
-    public static var shared: IORingGroup {
-        get throws(IORingSetupError) {
+    public static var shared: RingLoopGroup {
+        get throws(RingSetupError) {
             try _sharedGroup.get()
         }
     }
 }
 
 /// Created on first access (Swift globals are initialized lazily and exactly once).
-private let _sharedGroup: Result<IORingGroup, IORingSetupError> = {
-    do throws(IORingSetupError) {
-        return .success(try IORingGroup())
+private let _sharedGroup: Result<RingLoopGroup, RingSetupError> = {
+    do throws(RingSetupError) {
+        return .success(try RingLoopGroup())
     } catch {
         return .failure(error)
     }
