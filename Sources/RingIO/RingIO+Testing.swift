@@ -47,12 +47,19 @@ package enum _RingIOTesting {
         completion: @escaping @Sendable (Completion) -> Void
     ) {
         ring.enqueue {
-            let target = _ClosureTarget { result, flags in
-                if !flags.hasMore { withExtendedLifetime(keepAlive) {} }
-                completion(Completion(result: result, hasMore: flags.hasMore))
-            }
-            let userData = ring.core.submit(request(), target: target)
+            let userData = ring.core.submit(request(), target: self.target(keepAlive: keepAlive, completion))
             submitted?(userData)
+        }
+    }
+
+    /// A target reporting each completion, holding `keepAlive` until the final one.
+    private static func target(
+        keepAlive: (any Sendable)?,
+        _ completion: @escaping @Sendable (Completion) -> Void
+    ) -> _ClosureTarget {
+        _ClosureTarget { result, flags in
+            if !flags.hasMore { withExtendedLifetime(keepAlive) {} }
+            completion(Completion(result: result, hasMore: flags.hasMore))
         }
     }
 
@@ -66,11 +73,7 @@ package enum _RingIOTesting {
         cancelCompletion: @escaping @Sendable (Int32) -> Void
     ) {
         ring.enqueue {
-            let target = _ClosureTarget { result, flags in
-                if !flags.hasMore { withExtendedLifetime(keepAlive) {} }
-                completion(Completion(result: result, hasMore: flags.hasMore))
-            }
-            let userData = ring.core.submit(request(), target: target)
+            let userData = ring.core.submit(request(), target: self.target(keepAlive: keepAlive, completion))
             ring.core.submit(
                 .cancel(userData: userData),
                 target: _ClosureTarget { result, _ in cancelCompletion(result) }

@@ -140,13 +140,8 @@ struct RingLoopTests {
     func fileReadWrite() throws {
         let ring = try RingLoop(entries: 16)
         defer { ring.shutdown() }
-        var template = Array("/tmp/ringio-test-XXXXXX".utf8CString)
-        let fd = mkstemp(&template)
-        try #require(fd >= 0)
-        defer {
-            close(fd)
-            unlink(template)
-        }
+        let file = try TemporaryFile()
+        let fd = file.fd
 
         func write(_ text: String, at offset: Int64) throws -> Result<Int, Errno> {
             try _RingIOTesting.write(fd: fd, bytes: Array(text.utf8), offset: offset, on: ring)
