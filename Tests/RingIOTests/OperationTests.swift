@@ -275,49 +275,40 @@ struct OperationTests {
             close(right)
         }
         let buffer = TestBuffer(count: 16)
-        let operation = Mutex<Int32?>(nil)
-        let timeout = Mutex<Int32?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        /// Reads from `left` with a linked timeout; the read's and the timeout's results.
+        func readWithTimeout(nanoseconds: Int64) throws -> (read: Int32?, timeout: Int32?) {
+            let results = Mutex<(read: Int32?, timeout: Int32?)>((nil, nil))
+            let done = DispatchSemaphore(value: 0)
+            _RingIOTesting.submit(
+                .read(fd: left, buffer: buffer.bytes, offset: -1),
+                on: ring,
+                timeoutNanoseconds: nanoseconds,
+                completion: { result in
+                    withExtendedLifetime(buffer) {}
+                    results.withLock { $0.read = result }
+                    done.signal()
+                },
+                timeoutCompletion: { result in
+                    results.withLock { $0.timeout = result }
+                    done.signal()
+                }
+            )
+            try #require(wait(done))
+            try #require(wait(done))
+            return results.withLock { $0 }
+        }
+
         let start = ContinuousClock.now
-        _RingIOTesting.submit(
-            .read(fd: left, buffer: buffer.bytes, offset: -1),
-            on: ring,
-            timeoutNanoseconds: 20_000_000,
-            completion: { result in
-                withExtendedLifetime(buffer) {}
-                operation.withLock { $0 = result }
-                done.signal()
-            },
-            timeoutCompletion: { result in
-                timeout.withLock { $0 = result }
-                done.signal()
-            }
-        )
-        try #require(wait(done))
-        try #require(wait(done))
+        let slow = try readWithTimeout(nanoseconds: 20_000_000)
         #expect(ContinuousClock.now - start >= .milliseconds(20))
-        #expect(operation.withLock { $0 } == -ECANCELED)
-        #expect(timeout.withLock { $0 } == -ETIME)
+        #expect(slow.read == -ECANCELED)
+        #expect(slow.timeout == -ETIME)
 
         // The same, completing in time: the timeout is the one cancelled.
         writeAll(right, Array("fast".utf8))
-        _RingIOTesting.submit(
-            .read(fd: left, buffer: buffer.bytes, offset: -1),
-            on: ring,
-            timeoutNanoseconds: 5_000_000_000,
-            completion: { result in
-                operation.withLock { $0 = result }
-                done.signal()
-            },
-            timeoutCompletion: { result in
-                timeout.withLock { $0 = result }
-                done.signal()
-            }
-        )
-        try #require(wait(done))
-        try #require(wait(done))
-        #expect(operation.withLock { $0 } == 4)
-        #expect(timeout.withLock { $0 } == -ECANCELED)
+        let fast = try readWithTimeout(nanoseconds: 5_000_000_000)
+        #expect(fast.read == 4)
+        #expect(fast.timeout == -ECANCELED)
     }
 
     @Test("multishot poll reports readiness repeatedly")
