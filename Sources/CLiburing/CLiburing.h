@@ -44,6 +44,13 @@ static inline void CLiburing_sqe_set_buffer_group(struct io_uring_sqe *sqe, uint
     sqe->buf_group = group;
 }
 
+// rw_flags sits in an anonymous union: RWF_NOWAIT makes a read fail with EAGAIN instead of
+// waiting for data.
+static inline void CLiburing_sqe_set_rw_flags(struct io_uring_sqe *sqe, int flags) { sqe->rw_flags = flags; }
+// RWF_NOWAIT: glibc declares it only with _GNU_SOURCE, <linux/fs.h> clashes with glibc's
+// headers; the value is kernel ABI (include/uapi/linux/fs.h).
+static const int CLiburing_RWF_NOWAIT = 0x00000008;
+
 // IORING_TIMEOUT_MULTISHOT (Linux 6.4) is newer than the UAPI header Debian 12 ships.
 static const unsigned CLiburing_IORING_TIMEOUT_MULTISHOT = 1U << 6;
 

@@ -52,15 +52,22 @@ internal final class _Inbox: @unchecked Sendable {
 
     /// Takes every waiting job, oldest first. The consumer only.
     internal func drain() -> [@Sendable () -> Void] {
-        guard var pointer = self.head.exchange(nil, ordering: .acquiring) else { return [] }
         var jobs: [@Sendable () -> Void] = []
+        self.drain(into: &jobs)
+        return jobs
+    }
+
+    /// Appends every waiting job to `jobs`, oldest first, reusing its storage. The consumer
+    /// only.
+    internal func drain(into jobs: inout [@Sendable () -> Void]) {
+        guard var pointer = self.head.exchange(nil, ordering: .acquiring) else { return }
+        let start = jobs.count
         while true {
             let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
             jobs.append(node.job)
             guard let next = node.next else { break }
             pointer = next
         }
-        jobs.reverse()
-        return jobs
+        jobs[start...].reverse()
     }
 }

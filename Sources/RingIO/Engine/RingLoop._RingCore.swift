@@ -43,6 +43,11 @@ internal final class _RingCore: @unchecked Sendable {
     private var ready: ContiguousArray<_ReadyCompletion> = []
     /// Work enqueued on the ring from the ring thread: runs next turn, no wake-up.
     private var localJobs: [@Sendable () -> Void] = []
+    /// The jobs of the turn being run, from the inbox and `localJobs`; both arrays keep their
+    /// storage, so neither reallocates in the steady state.
+    private var runningJobs: [@Sendable () -> Void] = []
+    /// The target of the eventfd read, made once.
+    private var wakeUpTarget: _WakeUpTarget?
     /// Handlers bound for DispatchQueues in this turn, grouped per queue.
     private var dispatchBatches: [(queue: DispatchQueue, work: [@Sendable () -> Void])] = []
     /// The eventfd read's buffer.
@@ -52,6 +57,8 @@ internal final class _RingCore: @unchecked Sendable {
     private let receiveBufferCount: Int
     private let receiveBufferSize: Int
     private var bufferRetryArmed = false
+    /// State the channels keep per ring (open-path budget, chunk pool).
+    internal var channelSupport = _ChannelRingSupport()
     private var cancelAllIssued = false
     /// Operations were submitted after the last cancel-all (while stopping, they need another).
     private var submittedSinceCancelAll = false
@@ -142,6 +149,13 @@ internal final class _RingCore: @unchecked Sendable {
             handshake.done.signal()
             return
         }
+        // Writes to a broken pipe raise SIGPIPE at the submitting thread (or an io_uring worker,
+        // which blocks every signal): blocked here, it stays pending on this thread and never
+        // kills the process; the write completes with EPIPE (DESIGN D3).
+        var sigpipe = sigset_t()
+        sigemptyset(&sigpipe)
+        sigaddset(&sigpipe, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &sigpipe, nil)
         core.ringThreadID.store(UInt(pthread_self()), ordering: .releasing)
         core.armWakeUp()
         handshake.outcome = .success(core)
@@ -299,7 +313,14 @@ internal final class _RingCore: @unchecked Sendable {
     }
 
     private func armWakeUp() {
-        let userData = self.occupySlot(kind: .wakeUp, target: _WakeUpTarget(self), context: 0)
+        let target: _WakeUpTarget
+        if let existing = self.wakeUpTarget {
+            target = existing
+        } else {
+            target = _WakeUpTarget(self)
+            self.wakeUpTarget = target
+        }
+        let userData = self.occupySlot(kind: .wakeUp, target: target, context: 0)
         RingRequest.read(fd: self.eventFD, buffer: self.wakeBuffer, offset: -1)
             .prepare(self.nextSQE(), userData: userData)
     }
@@ -423,11 +444,20 @@ internal final class _RingCore: @unchecked Sendable {
     /// they enqueue in turn wait for the next turn, so a job that re-enqueues itself cannot
     /// keep the ring from reaping.
     private func runJobs() {
-        for job in self.inbox.drain() { job() }
-        guard !self.localJobs.isEmpty else { return }
-        let jobs = self.localJobs
-        self.localJobs.removeAll(keepingCapacity: true)
-        for job in jobs { job() }
+        // Other threads' jobs first, then the ring's own from before this turn. Jobs enqueued
+        // while these run go to `localJobs` (swapped out here) and wait for the next turn.
+        self.inbox.drain(into: &self.runningJobs)
+        if !self.localJobs.isEmpty {
+            self.runningJobs.append(contentsOf: self.localJobs)
+            self.localJobs.removeAll(keepingCapacity: true)
+        }
+        // Index loop: a job may append to `localJobs`, never to `runningJobs`.
+        var index = 0
+        while index < self.runningJobs.count {
+            self.runningJobs[index]()
+            index += 1
+        }
+        self.runningJobs.removeAll(keepingCapacity: true)
     }
 
     /// Submits prepared entries; when `mayWait` and nothing else is pending, sleeps in the
@@ -568,6 +598,7 @@ internal final class _Counters: Sendable {
     let staleCompletions = Atomic<UInt64>(0)
     let discardedJobs = Atomic<UInt64>(0)
     let buffersOnLoan = Atomic<UInt64>(0)
+    let fallbackReceives = Atomic<UInt64>(0)
 
     func snapshot() -> RingLoop.Counters {
         RingLoop.Counters(
@@ -577,7 +608,8 @@ internal final class _Counters: Sendable {
             wakeUps: self.wakeUps.load(ordering: .relaxed),
             staleCompletions: self.staleCompletions.load(ordering: .relaxed),
             discardedJobs: self.discardedJobs.load(ordering: .relaxed),
-            buffersOnLoan: self.buffersOnLoan.load(ordering: .relaxed)
+            buffersOnLoan: self.buffersOnLoan.load(ordering: .relaxed),
+            fallbackReceives: self.fallbackReceives.load(ordering: .relaxed)
         )
     }
 }

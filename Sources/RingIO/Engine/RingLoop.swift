@@ -153,6 +153,9 @@ extension RingLoop {
         /// Receive buffers held by ropes (not yet handed back to the kernel), as of the end of
         /// the ring's last turn.
         public var buffersOnLoan: UInt64
+        /// Stream receives that went into fresh memory because every provided buffer was held
+        /// by ropes (no data waits and none is lost; the bytes are still not copied).
+        public var fallbackReceives: UInt64
     }
 }
 

@@ -265,6 +265,12 @@ package enum RingRequest {
     case receiveMultishot(fd: CInt, group: UInt16)
     /// Read repeatedly into buffers picked from `group` (multishot read, Linux 6.7: pipes).
     case readMultishot(fd: CInt, group: UInt16)
+    /// Receive once, at most `length` bytes, into a buffer picked from `group`; `noWait`:
+    /// fail with EAGAIN rather than wait for data.
+    case receiveSelect(fd: CInt, group: UInt16, length: Int, noWait: Bool)
+    /// Read once at the file position, at most `length` bytes, into a buffer picked from
+    /// `group`; `noWait`: fail with EAGAIN rather than wait for data (RWF_NOWAIT).
+    case readSelect(fd: CInt, group: UInt16, length: Int, noWait: Bool)
     /// Accept connections repeatedly (multishot); each completion is a new descriptor,
     /// close-on-exec.
     case acceptMultishot(fd: CInt)
@@ -284,6 +290,8 @@ package enum RingRequest {
     case timeout(spec: _KernelTimespec, repeating: Bool)
     /// Readiness of `fd` for the poll `events`, repeatedly (multishot poll).
     case pollMultishot(fd: CInt, events: UInt32)
+    /// Readiness of `fd` for the poll `events`, once.
+    case poll(fd: CInt, events: UInt32)
     /// Cancel the operation with this user data.
     case cancel(userData: UInt64)
     /// Cancel every operation on descriptor `fd`.
@@ -298,7 +306,7 @@ package enum RingRequest {
         case .read, .readv: return .read
         case .write, .writev: return .write
         case .send, .sendmsg: return .send
-        case .receiveMultishot, .readMultishot: return .receive
+        case .receiveMultishot, .readMultishot, .receiveSelect, .readSelect: return .receive
         case .acceptMultishot: return .accept
         case .connect: return .connect
         case .openat: return .open
@@ -306,7 +314,7 @@ package enum RingRequest {
         case .fsync: return .fsync
         case .statx: return .statx
         case .timeout: return .timeout
-        case .pollMultishot: return .poll
+        case .pollMultishot, .poll: return .poll
         case .cancel, .cancelDescriptor, .cancelAll: return .cancel
         }
     }
@@ -333,6 +341,13 @@ package enum RingRequest {
             CLiburing_sqe_set_buffer_group(sqe, group)
         case .readMultishot(let fd, let group):
             CLiburing_prep_read_multishot(sqe, fd, group)
+        case .receiveSelect(let fd, let group, let length, let noWait):
+            io_uring_prep_recv(sqe, fd, nil, length, noWait ? Int32(MSG_DONTWAIT) : 0)
+            CLiburing_sqe_set_buffer_group(sqe, group)
+        case .readSelect(let fd, let group, let length, let noWait):
+            io_uring_prep_read(sqe, fd, nil, UInt32(clamping: length), UInt64(bitPattern: -1))
+            if noWait { CLiburing_sqe_set_rw_flags(sqe, CLiburing_RWF_NOWAIT) }
+            CLiburing_sqe_set_buffer_group(sqe, group)
         case .acceptMultishot(let fd):
             io_uring_prep_multishot_accept(sqe, fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
         case .connect(let fd, let address, let length):
@@ -349,6 +364,8 @@ package enum RingRequest {
             io_uring_prep_timeout(sqe, spec.pointer, 0, repeating ? CLiburing_IORING_TIMEOUT_MULTISHOT : 0)
         case .pollMultishot(let fd, let events):
             io_uring_prep_poll_multishot(sqe, fd, events)
+        case .poll(let fd, let events):
+            io_uring_prep_poll_add(sqe, fd, events)
         case .cancel(let target):
             io_uring_prep_cancel64(sqe, target, 0)
         case .cancelDescriptor(let fd):

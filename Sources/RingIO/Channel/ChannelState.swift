@@ -1,0 +1,424 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: one channel's state, and how channels find their descriptor's entry.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The state behind an ``IOChannel``.
+///
+/// Confinement: the properties under "ring thread only" are touched only on the ring thread of
+/// `entry` (public calls from other threads reach it through `perform`, in program order). A
+/// channel whose creation failed has no entry; its state never changes after init.
+internal final class _ChannelState: @unchecked Sendable {
+    // MARK: Immutable after init
+    let kind: IOChannel.Kind
+    /// The descriptor's shared state; `nil` when creation failed.
+    let entry: _DescriptorEntry?
+    /// Why creation failed; every operation ends with it.
+    let creationFailure: Errno?
+    let cleanupQueue: any IOQueue
+    let cleanupHandler: @Sendable (Errno?) -> Void
+    /// Random access: the file position when the channel was created (R59).
+    let base: Int64
+
+    // MARK: Any thread
+    /// What ``IOChannel/fileDescriptor`` answers.
+    let descriptor: Atomic<CInt>
+    /// Set by `close` on the calling thread (the ring learns it in order, through `perform`).
+    let closeRequested = Atomic<Bool>(false)
+
+    // MARK: Ring thread only
+    var lowWater: Int
+    var highWater = Int.max
+    var intervalNanoseconds: Int64 = 0
+    var strictInterval = false
+    var closed = false
+    var stopped = false
+    /// Closed with every operation finished: reported to the entry.
+    var done = false
+    /// Operations scheduled and not yet finished.
+    var operations: [_Operation] = []
+
+    init(
+        kind: IOChannel.Kind,
+        entry: _DescriptorEntry?,
+        creationFailure: Errno?,
+        cleanupQueue: any IOQueue,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void,
+        base: Int64,
+        descriptor: CInt
+    ) {
+        self.kind = kind
+        self.entry = entry
+        self.creationFailure = creationFailure
+        self.cleanupQueue = cleanupQueue
+        self.cleanupHandler = cleanupHandler
+        self.base = base
+        self.descriptor = Atomic(descriptor)
+        // D1: deliver as data arrives on streams of arriving bytes; dispatch's chunk elsewhere.
+        if kind == .stream, let entry, entry.type.isStreamLike {
+            self.lowWater = 1
+        } else {
+            self.lowWater = _ChannelLimits.chunkSize
+        }
+    }
+
+    /// A channel whose creation failed: the cleanup handler gets `error` at once.
+    static func failed(
+        kind: IOChannel.Kind,
+        error: Errno,
+        queue: any IOQueue,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        let state = _ChannelState(
+            kind: kind,
+            entry: nil,
+            creationFailure: error,
+            cleanupQueue: queue,
+            cleanupHandler: cleanupHandler,
+            base: 0,
+            descriptor: -1
+        )
+        queue.enqueue { cleanupHandler(error) }
+        return state
+    }
+
+    // MARK: Any thread
+
+    /// Runs `body` on the entry's ring thread: now when called there, else through the ring's
+    /// inbox. Nothing happens for a channel whose creation failed.
+    func perform(_ body: @escaping @Sendable (_ChannelState) -> Void) {
+        guard let entry = self.entry else { return }
+        if entry.core.isRingThread {
+            body(self)
+        } else {
+            entry.ring.enqueue { body(self) }
+        }
+    }
+
+    enum ReadMode {
+        case normal
+        /// `IOChannel.read(fromFileDescriptor:)` on a stream: stop as soon as the next read
+        /// would block (R78).
+        case untilWouldBlock
+    }
+
+    /// Schedules a read; returns its operation (to stop it), or `nil` when creation failed.
+    func scheduleRead(
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        mode: ReadMode,
+        releasesOnReturn: Bool = true,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, nil, error) }
+            return nil
+        }
+        let operation: _ReadOperation
+        if entry.type.isStreamLike && (self.kind == .stream || entry.type != .terminal) {
+            operation = _StreamReadOperation(
+                channel: self,
+                entry: entry,
+                queue: queue,
+                offset: offset,
+                length: length,
+                untilWouldBlock: mode == .untilWouldBlock,
+                handler: handler
+            )
+        } else {
+            operation = _FileReadOperation(
+                channel: self,
+                entry: entry,
+                queue: queue,
+                offset: offset,
+                length: length,
+                handler: handler
+            )
+        }
+        operation.releasesOnReturn = releasesOnReturn
+        self.submitOnRing(operation, entry: entry)
+        return operation
+    }
+
+    /// Schedules a write; returns its operation, or `nil` when creation failed.
+    func scheduleWrite(
+        offset: Int64,
+        data: ByteRope,
+        queue: any IOQueue,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, data, error) }
+            return nil
+        }
+        let operation = _WriteOperation(
+            channel: self,
+            entry: entry,
+            queue: queue,
+            offset: offset,
+            data: data,
+            handler: handler
+        )
+        self.submitOnRing(operation, entry: entry)
+        return operation
+    }
+
+    func scheduleBarrier(_ work: @escaping @Sendable () -> Void) {
+        guard let entry = self.entry else {
+            self.cleanupQueue.enqueue(work)
+            return
+        }
+        let queue = self.cleanupQueue
+        self.perform { _ in entry.enqueueBarrier(work, queue: queue) }
+    }
+
+    func requestClose(stop: Bool) {
+        self.closeRequested.store(true, ordering: .releasing)
+        self.descriptor.store(-1, ordering: .releasing)
+        self.perform { state in state.close(stop: stop) }
+    }
+
+    /// As `perform { $0.submit(operation) }`, without a closure on the ring thread (the fast
+    /// path: a handler on the ring scheduling the next operation).
+    private func submitOnRing(_ operation: _Operation, entry: _DescriptorEntry) {
+        if entry.core.isRingThread {
+            self.submit(operation)
+        } else {
+            entry.ring.enqueue { self.submit(operation) }
+        }
+    }
+
+    // MARK: Ring thread
+
+    private func submit(_ operation: _Operation) {
+        operation.snapshotPolicies(of: self)
+        guard let entry = self.entry else { return }
+        if self.closed {
+            operation.refuse(.canceled)
+        } else if let error = entry.stickyError {
+            operation.refuse(error)
+        } else if operation.completesAtOnce {
+            operation.completeAtOnce()
+        } else {
+            self.operations.append(operation)
+            entry.enqueue(operation)
+        }
+    }
+
+    private func close(stop: Bool) {
+        self.closed = true
+        if stop && !self.stopped {
+            self.stopped = true
+            // Each stop finishes the operation (or will, once its syscall returns) and removes
+            // it from `operations`.
+            for operation in self.operations { operation.terminate(.canceled) }
+        }
+        self.finishIfDone()
+    }
+
+    /// Called by an operation after its final handler call is on its way.
+    func operationFinished(_ operation: _Operation) {
+        if let index = self.operations.firstIndex(where: { $0 === operation }) {
+            self.operations.remove(at: index)
+        }
+        self.finishIfDone()
+    }
+
+    private func finishIfDone() {
+        guard self.closed, self.operations.isEmpty, !self.done, let entry = self.entry else { return }
+        self.done = true
+        entry.channelDone(self)
+    }
+}
+
+// MARK: - Finding a descriptor's entry
+
+/// Every descriptor with channels on it has one entry, shared by all its channels (R31).
+internal enum _DescriptorRegistry {
+    /// Entries by descriptor number. Also guards each entry's `liveChannels`.
+    private static let entries = Mutex<[CInt: _DescriptorEntry]>([:])
+
+    /// A channel on descriptor `fd`.
+    static func attach(
+        kind: IOChannel.Kind,
+        fileDescriptor fd: CInt,
+        queue: any IOQueue,
+        ring: RingLoop?,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        var chosenRing = ring ?? (queue as? RingLoop)
+        var setupError: Errno?
+        let lookup: Result<_DescriptorEntry, Errno> = self.entries.withLock { entries in
+            if let entry = entries[fd] {
+                if kind == .randomAccess && (entry.type == .fifo || entry.type == .socket) {
+                    return .failure(.illegalSeek)
+                }
+                entry.liveChannels += 1
+                return .success(entry)
+            }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { return .failure(Errno(rawValue: errno)) }
+            let type = _FileType(info)
+            if type == .directory { return .failure(.isDirectory) }
+            if kind == .randomAccess && (type == .fifo || type == .socket) { return .failure(.illegalSeek) }
+            if chosenRing == nil {
+                do throws(RingSetupError) {
+                    chosenRing = try RingLoopGroup.shared.next()
+                } catch {
+                    setupError = error.errno
+                }
+            }
+            guard let ring = chosenRing else { return .failure(setupError ?? .noFunction) }
+            let entry = _DescriptorEntry(ring: ring, fd: fd, type: type, path: nil)
+            entry.liveChannels = 1
+            entries[fd] = entry
+            return .success(entry)
+        }
+        switch lookup {
+        case .failure(let error):
+            return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+        case .success(let entry):
+            var base: Int64 = 0
+            if kind == .randomAccess {
+                let position = lseek(fd, 0, SEEK_CUR)
+                if position > 0 { base = Int64(position) }
+            }
+            let state = _ChannelState(
+                kind: kind,
+                entry: entry,
+                creationFailure: nil,
+                cleanupQueue: queue,
+                cleanupHandler: cleanupHandler,
+                base: base,
+                descriptor: fd
+            )
+            state.perform { state in entry.attach(state) }
+            return state
+        }
+    }
+
+    /// A channel that opens `path` lazily. The path is examined now (R26).
+    static func attach(
+        kind: IOChannel.Kind,
+        path: String,
+        flags: CInt,
+        permissions: mode_t,
+        queue: any IOQueue,
+        ring: RingLoop?,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        var info = stat()
+        let examined = flags & O_NOFOLLOW != 0 ? lstat(path, &info) : stat(path, &info)
+        let type: _FileType
+        if examined == 0 {
+            type = _FileType(info)
+        } else {
+            let error = Errno(rawValue: errno)
+            // A file to be created is a regular file, when its directory exists.
+            var parent = FilePath(path)
+            parent.removeLastComponent()
+            var parentInfo = stat()
+            guard error == .noSuchFileOrDirectory, flags & O_CREAT != 0,
+                stat(parent.string, &parentInfo) == 0, _FileType(parentInfo) == .directory
+            else {
+                return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+            }
+            type = .regular
+        }
+        if type == .directory {
+            return .failed(kind: kind, error: .isDirectory, queue: queue, cleanupHandler: cleanupHandler)
+        }
+        if kind == .randomAccess && (type == .fifo || type == .socket) {
+            return .failed(kind: kind, error: .illegalSeek, queue: queue, cleanupHandler: cleanupHandler)
+        }
+        var chosenRing = ring ?? (queue as? RingLoop)
+        if chosenRing == nil {
+            do throws(RingSetupError) {
+                chosenRing = try RingLoopGroup.shared.next()
+            } catch {
+                return .failed(kind: kind, error: error.errno, queue: queue, cleanupHandler: cleanupHandler)
+            }
+        }
+        let entry = _DescriptorEntry(
+            ring: chosenRing!,
+            fd: -1,
+            type: type,
+            path: _PathToOpen(path: path, flags: flags, permissions: permissions)
+        )
+        entry.liveChannels = 1
+        let state = _ChannelState(
+            kind: kind,
+            entry: entry,
+            creationFailure: nil,
+            cleanupQueue: queue,
+            cleanupHandler: cleanupHandler,
+            base: 0,
+            descriptor: -1
+        )
+        state.perform { state in entry.attach(state) }
+        return state
+    }
+
+    /// A channel on the same descriptor or path as `source` (R30).
+    static func attach(
+        kind: IOChannel.Kind,
+        from source: _ChannelState,
+        queue: any IOQueue,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        guard let entry = source.entry else {
+            return .failed(
+                kind: kind,
+                error: source.creationFailure ?? .canceled,
+                queue: queue,
+                cleanupHandler: cleanupHandler
+            )
+        }
+        if source.closeRequested.load(ordering: .acquiring) {
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+        }
+        if let path = entry.path {
+            return self.attach(
+                kind: kind,
+                path: path.path,
+                flags: path.flags,
+                permissions: path.permissions,
+                queue: queue,
+                ring: entry.ring,
+                cleanupHandler: cleanupHandler
+            )
+        }
+        return self.attach(
+            kind: kind,
+            fileDescriptor: entry.fd,
+            queue: queue,
+            ring: entry.ring,
+            cleanupHandler: cleanupHandler
+        )
+    }
+
+    /// Called on the ring when a channel of `entry` is done. Returns whether it was the last
+    /// live channel (the entry is then out of the registry: a new channel on the descriptor
+    /// gets a new entry).
+    static func detach(_ entry: _DescriptorEntry) -> Bool {
+        guard entry.path == nil else {
+            entry.liveChannels -= 1
+            return entry.liveChannels == 0
+        }
+        return self.entries.withLock { entries in
+            entry.liveChannels -= 1
+            guard entry.liveChannels == 0 else { return false }
+            if entries[entry.fd] === entry { entries[entry.fd] = nil }
+            return true
+        }
+    }
+}

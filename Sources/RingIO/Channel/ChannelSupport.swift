@@ -1,0 +1,189 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: small pieces the channel machinery shares.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sizes and limits of the channel machinery.
+internal enum _ChannelLimits {
+    /// The read chunk for files, and the default low water mark where D1 does not apply
+    /// (dispatch's 1 MiB, R43).
+    static let chunkSize = 1 << 20
+    /// Chunk reads in flight per file read operation.
+    static let fileReadDepth = 4
+    /// Reads smaller than this get memory of their own size rather than a pooled chunk.
+    static let smallReadLimit = 64 << 10
+    /// Chunks the pool keeps for reuse (the rest are freed when released).
+    static let pooledChunks = 32
+    /// iovecs per vectored write syscall.
+    static let writeVectors = 64
+    /// Path channels with a descriptor open at once, per ring; more wait for one to close.
+    static let openPathsPerRing = 1_024
+    /// Bytes a stream read may have delivered to handler calls that have not returned (or to
+    /// an async iteration that has not taken them) before it stops receiving: back-pressure
+    /// against a slow queue or consumer.
+    static let heldBytesLimit = 4 << 20
+    /// The size of a receive into fresh memory, when the provided buffers ran out.
+    static let fallbackReceiveSize = 64 << 10
+}
+
+/// What the channels keep per ring. Ring thread only.
+internal struct _ChannelRingSupport {
+    /// Path channels holding an open descriptor on this ring.
+    var openPaths = 0
+    /// Path entries waiting for the open-path budget, in order.
+    var openQueue: [_DescriptorEntry] = []
+}
+
+// MARK: - Memory for file reads
+
+/// Memory a file read lands in, released (to the pool or to `free`) when the last rope region
+/// over it is gone — from any thread.
+///
+/// Whole chunks are recycled through ``_ChunkPool``: warm-cache reads never fault in fresh
+/// pages (dispatch maps and unmaps every chunk).
+internal final class _ReadMemory {
+    let base: UnsafeMutableRawPointer
+    let size: Int
+
+    /// Memory of `size` bytes: a pooled chunk when `size` is the chunk size.
+    init(size: Int) {
+        self.size = size
+        if size == _ChannelLimits.chunkSize, let chunk = _ChunkPool.take() {
+            self.base = chunk
+        } else {
+            var memory: UnsafeMutableRawPointer?
+            let result = posix_memalign(&memory, 4096, max(size, 1))
+            guard result == 0, let memory else {
+                fatalError("RingIO: out of memory allocating a \(size)-byte read buffer")
+            }
+            self.base = memory
+        }
+    }
+
+    var buffer: UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(start: self.base, count: self.size)
+    }
+
+    /// The first `count` bytes as a rope region owned by this memory (no copy).
+    func rope(count: Int) -> ByteRope {
+        ByteRope(unsafeOwner: self, bytes: UnsafeRawBufferPointer(start: self.base, count: count))
+    }
+
+    deinit {
+        if self.size != _ChannelLimits.chunkSize || !_ChunkPool.give(self.base) {
+            free(self.base)
+        }
+    }
+}
+
+/// Whole read chunks kept for reuse, shared by every ring. A lock per 1 MiB chunk is nothing
+/// beside copying the chunk.
+internal enum _ChunkPool {
+    /// Addresses as integers: raw pointers are not `Sendable`.
+    private static let chunks = Mutex<[UInt]>([])
+
+    static func take() -> UnsafeMutableRawPointer? {
+        chunks.withLock { $0.popLast() }.flatMap { UnsafeMutableRawPointer(bitPattern: $0) }
+    }
+
+    /// Keeps `chunk` for reuse; `false` when the pool is full (the caller frees it).
+    static func give(_ chunk: UnsafeMutableRawPointer) -> Bool {
+        chunks.withLock { chunks in
+            guard chunks.count < _ChannelLimits.pooledChunks else { return false }
+            chunks.append(UInt(bitPattern: chunk))
+            return true
+        }
+    }
+}
+
+// MARK: - A first-in, first-out queue
+
+/// A FIFO over an array with a moving head: O(1) amortized push and pop.
+internal struct _FIFO<Element> {
+    private var storage: [Element?] = []
+    private var head = 0
+
+    var isEmpty: Bool { self.head == self.storage.count }
+    var first: Element? { self.isEmpty ? nil : self.storage[self.head] }
+
+    mutating func append(_ element: Element) {
+        self.storage.append(element)
+    }
+
+    mutating func popFirst() -> Element? {
+        guard !self.isEmpty else { return nil }
+        let element = self.storage[self.head]
+        self.storage[self.head] = nil
+        self.head += 1
+        if self.head == self.storage.count {
+            self.storage.removeAll(keepingCapacity: true)
+            self.head = 0
+        } else if self.head >= 32 && self.head * 2 >= self.storage.count {
+            self.storage.removeFirst(self.head)
+            self.head = 0
+        }
+        return element
+    }
+
+    /// Removes and returns every element, in order.
+    mutating func removeAll() -> [Element] {
+        let elements = self.storage[self.head...].map { $0! }
+        self.storage.removeAll()
+        self.head = 0
+        return elements
+    }
+
+    /// Removes the elements matching `predicate`, keeping the order of the others.
+    mutating func removeAll(where predicate: (Element) -> Bool) -> [Element] {
+        var removed: [Element] = []
+        var kept: [Element?] = []
+        for element in self.storage[self.head...] {
+            if predicate(element!) { removed.append(element!) } else { kept.append(element) }
+        }
+        self.storage = kept
+        self.head = 0
+        return removed
+    }
+}
+
+// MARK: - Descriptor facts
+
+/// What kind of file a descriptor refers to; decides the I/O model (R26).
+internal enum _FileType {
+    /// `characterDevice`: other than a terminal (/dev/zero, /dev/urandom…): read like a file.
+    case regular, fifo, socket, terminal, characterDevice, directory, other
+
+    init(_ info: stat) {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: self = .regular
+        case S_IFIFO: self = .fifo
+        case S_IFSOCK: self = .socket
+        case S_IFCHR: self = Self.isTerminal(device: info.st_rdev) ? .terminal : .characterDevice
+        case S_IFDIR: self = .directory
+        default: self = .other
+        }
+    }
+
+    /// Terminal devices by major number (Documentation/admin-guide/devices.txt): 4 (virtual
+    /// consoles, serial ports), 5 (/dev/tty, /dev/console, /dev/ptmx), 136–143 (pseudo-terminal
+    /// slaves, /dev/pts/*).
+    private static func isTerminal(device: dev_t) -> Bool {
+        let major = (device >> 8) & 0xfff | (device >> 32) & ~0xfff
+        return major == 4 || major == 5 || (136...143).contains(major)
+    }
+
+    /// Read and written as a stream of arriving bytes (receives into provided buffers, not
+    /// chunked reads); their stream channels deliver as data arrives (D1).
+    var isStreamLike: Bool {
+        switch self {
+        case .fifo, .socket, .terminal: return true
+        case .regular, .characterDevice, .directory, .other: return false
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: the public face of dispatch I/O on io_uring.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A channel for reading and writing a descriptor with completion handlers: Apple's
+/// `DispatchIO`, rule for rule, on io_uring and without copies.
+///
+///     let channel = IOChannel(kind: .stream, fileDescriptor: socket, queue: ring) { _ in
+///         close(socket)
+///     }
+///     channel.read(offset: 0, length: .max, queue: ring) { done, data, error in
+///         if let data, !data.isEmpty { channel.write(offset: 0, data: data, queue: ring) { _, _, _ in } }
+///         if done { channel.close() }
+///     }
+///
+/// **Kinds.** A ``Kind/stream`` channel reads and writes at the descriptor's current position
+/// (offsets are ignored) with one queue of operations per direction on pipes and sockets (R72)
+/// and a single queue on regular files (R73). A ``Kind/randomAccess`` channel reads and writes
+/// at `offset` relative to the file position when the channel was created (R59), with its
+/// operations running concurrently; it is refused for pipes, FIFOs and sockets (ESPIPE).
+///
+/// **Handlers.** A read handler gets `(done, data, error)`, a write handler
+/// `(done, remaining, error)`. Each operation calls its handler one or more times, the last time
+/// with `done == true`, never inside the call that scheduled it and never twice at once
+/// (D7, R32). EOF is two calls, `(false, tail)` then `(true, empty, nil)` (R35); an error ends a
+/// read with `(true, nil, error)` after the pending bytes (R36) and a write with
+/// `(true, remaining, error)` (R40); a successful write ends with `(true, nil, nil)` (R39).
+///
+/// **Queues.** Handlers run on the ``IOQueue`` you give: a `DispatchQueue` (one serial queue per
+/// connection is the classic GCD pattern), or a ``RingLoop`` — the channel's own ring runs the
+/// handler on its thread with no hop, the fast path for servers. The data handed to a read
+/// handler is the kernel's receive buffer (sockets and pipes) or a recycled read chunk (files)
+/// as rope regions: no copy.
+///
+/// **Water marks** (R43–R49). Low water is the least data a non-final read call carries: by
+/// default 1 byte for stream channels on sockets, pipes, FIFOs and terminals (deliver as data
+/// arrives, D1), 1 MiB elsewhere (dispatch's default). High water is the most data one call
+/// carries (default unlimited). The setters clamp each other as dispatch's do (R45), and every
+/// operation keeps the values it was scheduled with (R46).
+///
+/// **Interval** (R50–R52). With an interval, each operation gets a repeating ring timeout: at
+/// each tick a strict interval delivers what is pending, even nothing; a non-strict one only
+/// re-applies the low water test.
+///
+/// **Descriptors and cleanup** (R20–R31). A channel on a descriptor never closes it; the
+/// cleanup handler, run once on the queue given at creation, tells you when you may. It runs
+/// after the channel is closed (or released) *and* every other channel on the same descriptor
+/// is done *and* all their operations have finished — with `nil`, or with the error that made
+/// creation fail (EBADF, EISDIR, ESPIPE), at once. RingIO does not change the descriptor's
+/// flags. A path channel opens its file lazily on its ring and closes it itself.
+///
+/// **Errors** are `Errno`s (D6). EBADF poisons the descriptor: every operation of every channel
+/// on it ends with EBADF, now and later (R65). Other errors end one operation (R66). A write to
+/// a closed peer or pipe ends with EPIPE and never raises SIGPIPE (D3).
+///
+/// An `IOChannel` is `Sendable`; call it from any thread. Calls from one thread take effect in
+/// program order (R71). Dropping the last reference closes the channel (its operations finish).
+public final class IOChannel: Sendable {
+    /// How a channel reads and writes its descriptor.
+    public enum Kind: Sendable, Hashable {
+        /// At the descriptor's current position, one operation at a time per direction.
+        case stream
+        /// At offsets relative to the position when the channel was created, concurrently.
+        case randomAccess
+    }
+
+    /// Options of ``close(flags:)``.
+    public struct CloseFlags: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Also cancel this channel's operations: each ends with ECANCELED, after the bytes it
+        /// had read are delivered (R54).
+        public static let stop = CloseFlags(rawValue: 1)
+    }
+
+    /// Options of ``setInterval(_:flags:)``.
+    public struct IntervalFlags: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Deliver at every tick, even below the low water mark and even when nothing arrived
+        /// (then the data is empty and not `nil`) — a stall watchdog (R52).
+        public static let strict = IntervalFlags(rawValue: 1)
+    }
+
+    /// The channel's kind.
+    public let kind: Kind
+
+    /// The ring that performs the channel's I/O, or `nil` when creation failed (a bad
+    /// descriptor, or io_uring could not be set up: every operation then fails with the error
+    /// the cleanup handler got).
+    public var ring: RingLoop? { self.state.entry?.ring }
+
+    internal let state: _ChannelState
+
+    // MARK: Creating channels
+
+    /// Creates a channel on an open descriptor. The channel does not close it: do that in (or
+    /// after) the cleanup handler.
+    ///
+    /// Creation errors — EBADF (not a descriptor), EISDIR (a directory), ESPIPE (random access
+    /// on a pipe, FIFO or socket), or the error of setting up io_uring — are delivered to the
+    /// cleanup handler at once, and every operation then ends with that error (R21).
+    ///
+    /// - Parameters:
+    ///   - kind: Stream or random access.
+    ///   - fileDescriptor: An open descriptor; leave it open and unchanged until the cleanup
+    ///     handler has run.
+    ///   - queue: Where the cleanup handler and barriers run.
+    ///   - ring: The ring for the descriptor's I/O. When `nil`: the ring of another channel on
+    ///     the same descriptor, else `queue` if it is a ring, else the next ring of
+    ///     ``RingLoopGroup/shared``.
+    ///   - cleanupHandler: Called once, with `nil` or the creation error.
+    public init(
+        kind: Kind,
+        fileDescriptor: CInt,
+        queue: some IOQueue,
+        ring: RingLoop? = nil,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) {
+        self.kind = kind
+        self.state = _DescriptorRegistry.attach(
+            kind: kind,
+            fileDescriptor: fileDescriptor,
+            queue: queue,
+            ring: ring,
+            cleanupHandler: cleanupHandler
+        )
+    }
+
+    /// Creates a channel that opens `path` lazily, on its ring, when the first operation needs
+    /// the descriptor, and closes it after the channel is closed and its operations finished.
+    ///
+    /// The path is examined (statx) on the ring right after creation: when it cannot be
+    /// (ENOENT, ENOTDIR…) and `.create` is not among the options, or it names a directory,
+    /// the cleanup handler gets that error at once and every operation fails with it (R26).
+    /// When the open itself fails (EACCES…), the operation that needed it and every later one
+    /// fail with the error, and the cleanup handler gets `nil` (R28).
+    ///
+    /// - Throws: `Errno.invalidArgument` at once for a relative path (D4).
+    public init(
+        kind: Kind,
+        path: FilePath,
+        mode: FileDescriptor.AccessMode,
+        options: FileDescriptor.OpenOptions = [],
+        permissions: FilePermissions? = nil,
+        queue: some IOQueue,
+        ring: RingLoop? = nil,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) throws(Errno) {
+        guard path.isAbsolute else { throw Errno.invalidArgument }
+        self.kind = kind
+        self.state = _DescriptorRegistry.attach(
+            kind: kind,
+            path: path.string,
+            flags: mode.rawValue | options.rawValue | O_CLOEXEC,
+            permissions: permissions?.rawValue ?? 0o644,
+            queue: queue,
+            ring: ring,
+            cleanupHandler: cleanupHandler
+        )
+    }
+
+    /// Creates a channel of `kind` on the same descriptor (or path) as `channel`, with default
+    /// water marks and interval (R30).
+    ///
+    /// On a descriptor channel it shares the descriptor's barriers, operation queues and
+    /// cleanup point; a random-access channel takes the descriptor's position now as its base.
+    /// On a path channel it opens the path again, separately. When `channel` is closed, the
+    /// new channel's cleanup handler gets ECANCELED at once (or `channel`'s creation error).
+    public init(
+        kind: Kind,
+        channel: IOChannel,
+        queue: some IOQueue,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) {
+        self.kind = kind
+        self.state = _DescriptorRegistry.attach(
+            kind: kind,
+            from: channel.state,
+            queue: queue,
+            cleanupHandler: cleanupHandler
+        )
+    }
+
+    deinit {
+        self.state.requestClose(stop: false)
+    }
+
+    // MARK: Operations
+
+    /// Reads up to `length` bytes (`Int.max`: until EOF) and calls `handler` as data arrives,
+    /// per the low and high water marks.
+    ///
+    /// - Parameters:
+    ///   - offset: For random access, where to read, relative to the channel's base position;
+    ///     ignored by stream channels.
+    ///   - length: How many bytes; 0 completes at once with `(true, empty, nil)` (R37).
+    ///   - queue: Where `handler` runs.
+    ///   - handler: `(done, data, error)`; see the type's documentation.
+    /// - Precondition: `length >= 0`.
+    public func read(
+        offset: Int64,
+        length: Int,
+        queue: some IOQueue,
+        handler: @escaping @Sendable (_ done: Bool, _ data: ByteRope?, _ error: Errno?) -> Void
+    ) {
+        precondition(length >= 0, "IOChannel.read(length: \(length)): the length must not be negative")
+        _ = self.state.scheduleRead(offset: offset, length: length, queue: queue, mode: .normal, handler: handler)
+    }
+
+    /// Writes `data` and calls `handler` as it goes out: intermediate calls carry the data not
+    /// yet written (per the low water mark, R38); the final one `nil` on success or the
+    /// remaining data with the error.
+    ///
+    /// Multi-region data goes out as one vectored write per chunk (writev, or sendmsg with
+    /// MSG_NOSIGNAL on sockets) — never flattened (D2); short writes continue with the rest.
+    ///
+    /// - Parameters:
+    ///   - offset: For random access, where to write, relative to the channel's base position;
+    ///     ignored by stream channels.
+    ///   - data: What to write; empty completes at once with `(true, nil, nil)` (R39).
+    ///   - queue: Where `handler` runs.
+    ///   - handler: `(done, remaining, error)`.
+    public func write(
+        offset: Int64,
+        data: ByteRope,
+        queue: some IOQueue,
+        handler: @escaping @Sendable (_ done: Bool, _ remaining: ByteRope?, _ error: Errno?) -> Void
+    ) {
+        _ = self.state.scheduleWrite(offset: offset, data: data, queue: queue, handler: handler)
+    }
+
+    /// Runs `work` on the channel's queue (the one given at creation) once every operation
+    /// scheduled before it on any channel of the same descriptor has finished; operations
+    /// scheduled after it wait until `work` returns (R56). It is not synchronized with
+    /// handlers, which may still be queued or running (R57). Inside it, ``fileDescriptor`` of a
+    /// path channel is open. Do not close the descriptor in it.
+    public func barrier(_ work: @escaping @Sendable () -> Void) {
+        self.state.scheduleBarrier(work)
+    }
+
+    /// Closes the channel to new operations; those already scheduled run to completion, or,
+    /// with ``CloseFlags/stop``, end with ECANCELED (R53–R55). Idempotent; a stop after a
+    /// plain close still cancels what is pending. ``fileDescriptor`` is -1 from now on.
+    public func close(flags: CloseFlags = []) {
+        self.state.requestClose(stop: flags.contains(.stop))
+    }
+
+    /// Sets the low water mark for operations scheduled from now on: the least data a
+    /// non-final read call carries. Raises the high water mark to it when that is lower (R45).
+    ///
+    /// - Precondition: `lowWater >= 0`.
+    public func setLimit(lowWater: Int) {
+        precondition(lowWater >= 0, "IOChannel.setLimit(lowWater: \(lowWater)) must not be negative")
+        self.state.perform { state in
+            if state.highWater < lowWater { state.highWater = max(lowWater, 1) }
+            state.lowWater = lowWater
+        }
+    }
+
+    /// Sets the high water mark for operations scheduled from now on: the most data one read
+    /// call carries (0 counts as 1). Lowers the low water mark to it when that is higher (R45).
+    ///
+    /// - Precondition: `highWater >= 0`.
+    public func setLimit(highWater: Int) {
+        precondition(highWater >= 0, "IOChannel.setLimit(highWater: \(highWater)) must not be negative")
+        self.state.perform { state in
+            if state.lowWater > highWater { state.lowWater = highWater }
+            state.highWater = max(highWater, 1)
+        }
+    }
+
+    /// Sets the delivery interval for operations scheduled from now on; zero turns it off.
+    ///
+    /// - Precondition: `interval >= .zero`.
+    public func setInterval(_ interval: Duration, flags: IntervalFlags = []) {
+        precondition(interval >= .zero, "IOChannel.setInterval(\(interval)) must not be negative")
+        let (seconds, attoseconds) = interval.components
+        let nanoseconds =
+            seconds >= Int64.max / 1_000_000_000
+            ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let strict = flags.contains(.strict)
+        self.state.perform { state in
+            state.intervalNanoseconds = nanoseconds
+            state.strictInterval = strict
+        }
+    }
+
+    /// The descriptor, or -1 once the channel is closed, or while a path channel has not
+    /// opened its file yet.
+    public var fileDescriptor: CInt {
+        self.state.descriptor.load(ordering: .acquiring)
+    }
+}

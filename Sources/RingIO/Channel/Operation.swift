@@ -1,0 +1,258 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: what every read and write operation shares.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One read or write of a channel: the target of its own ring operations (no closure per
+/// syscall), the owner of its handler calls.
+///
+/// Life: created on the scheduling thread; everything after `snapshotPolicies` happens on the
+/// entry's ring thread. It *finishes* when its final handler call is on its way (the lane
+/// moves on), and *retires* when, in addition, no syscall of its is in flight (the entry may
+/// then close a descriptor and run cleanup handlers).
+internal class _Operation: RingOperationTarget {
+    static let readLane = 0
+    static let writeLane = 1
+    static let fileLane = 2
+
+    enum Tag {
+        static let io: UInt64 = 0
+        static let timer: UInt64 = 1 << 62
+        static let ignore: UInt64 = 1 << 63
+    }
+
+    // MARK: Immutable after init
+    let channel: _ChannelState
+    let entry: _DescriptorEntry
+    let queue: any IOQueue
+    let handler: @Sendable (Bool, ByteRope?, Errno?) -> Void
+    let offset: Int64
+    /// The lane it waits in (`_Operation.readLane`…), or `nil` for random access (no lane).
+    let lane: Int?
+
+    // MARK: Ring thread only
+    var lowWater = 1
+    var highWater = Int.max
+    private var intervalNanoseconds: Int64 = 0
+    var strictInterval = false
+    var admitted = false
+    var started = false
+    var isFinished = false
+    private var retired = false
+    private var inFlight = 0
+    private var timer: UInt64?
+    private var timerSpec: _KernelTimespec?
+    /// The job that runs the queued handler calls, made on first delivery.
+    private var drainJob: (@Sendable () -> Void)?
+
+    // MARK: Handler calls (any thread, see `deliver`)
+    private let calls = Mutex<(queued: [_HandlerCall], running: Bool)>(([], false))
+    /// The calls being run; touched only by the one running drain.
+    private var draining: [_HandlerCall] = []
+
+    init(
+        channel: _ChannelState,
+        entry: _DescriptorEntry,
+        queue: any IOQueue,
+        offset: Int64,
+        lane: Int?,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) {
+        self.channel = channel
+        self.entry = entry
+        self.queue = queue
+        self.offset = offset
+        self.lane = lane
+        self.handler = handler
+    }
+
+    /// The lane of an operation on `entry` for a channel of `kind`.
+    static func lane(kind: IOChannel.Kind, entry: _DescriptorEntry, isRead: Bool) -> Int? {
+        if entry.type.isStreamLike {
+            if kind == .stream || entry.type != .terminal {
+                return isRead ? Self.readLane : Self.writeLane
+            }
+            return nil
+        }
+        return kind == .stream ? Self.fileLane : nil
+    }
+
+    /// Takes the channel's water marks and interval as they are now (R46).
+    func snapshotPolicies(of channel: _ChannelState) {
+        self.lowWater = channel.lowWater
+        self.highWater = channel.highWater
+        self.intervalNanoseconds = channel.intervalNanoseconds
+        self.strictInterval = channel.strictInterval
+    }
+
+    // MARK: To override
+
+    /// Completes without I/O (a zero-length read, an empty write).
+    var completesAtOnce: Bool { false }
+    func completeAtOnce() {}
+    /// Starts the I/O: the operation is at the head of its lane and the descriptor is open.
+    func begin() {}
+    /// A completion of one of its syscalls (tag `Tag.io` and up).
+    func completed(result: Int32, flags: CompletionFlags, context: UInt64) {}
+    /// An interval tick.
+    func tick() {}
+    /// The final call for an operation refused or ended before or during its I/O.
+    func finalCall(error: Errno) {}
+
+    /// Ends the operation with `error` (stop, EBADF, a failed open): pending bytes first.
+    /// Subclasses with a syscall that must return first override this.
+    func terminate(_ error: Errno) {
+        guard !self.isFinished else { return }
+        self.finalCall(error: error)
+        self.finish()
+    }
+
+    // MARK: Ring operations
+
+    /// Submits `request` with this operation as its target.
+    @discardableResult
+    final func submit(_ request: RingRequest, tag: UInt64 = Tag.io) -> UInt64 {
+        self.inFlight += 1
+        return self.entry.core.submit(request, target: self, context: tag)
+    }
+
+    final func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        if !flags.hasMore { self.inFlight -= 1 }
+        if context == Tag.timer {
+            if !flags.hasMore { self.timer = nil }
+            if result == -ETIME && !self.isFinished { self.tick() }
+        } else if context != Tag.ignore {
+            self.completed(result: result, flags: flags, context: context)
+        }
+        self.retireIfIdle()
+    }
+
+    /// Starts the interval timer, if the channel has an interval (R50).
+    final func startIntervalTimer() {
+        guard self.intervalNanoseconds > 0 && self.intervalNanoseconds < Int64.max / 2 else { return }
+        let spec = _KernelTimespec(nanoseconds: self.intervalNanoseconds)
+        self.timerSpec = spec
+        self.timer = self.submit(.timeout(spec: spec, repeating: true), tag: Tag.timer)
+    }
+
+    // MARK: Handler calls
+
+    /// Sends one handler call to the operation's queue, after the calls before it (R32, D7).
+    ///
+    /// The call's arguments wait in the operation's call list; one drain job per operation,
+    /// made once, runs them on the queue in order. A drain already scheduled or running picks
+    /// up calls added meanwhile, so a busy operation (a long read) allocates nothing per call
+    /// and its calls never overlap, even on a concurrent `DispatchQueue`.
+    final func deliver(done: Bool, data: ByteRope?, error: Errno?) {
+        if self.countsHeldBytes, let data, !data.isEmpty {
+            self.heldBytes.add(data.count, ordering: .relaxed)
+        }
+        let mustSchedule = self.calls.withLock { calls in
+            calls.queued.append(_HandlerCall(done: done, data: data, error: error))
+            if calls.running { return false }
+            calls.running = true
+            return true
+        }
+        if mustSchedule {
+            let job: @Sendable () -> Void
+            if let existing = self.drainJob {
+                job = existing
+            } else {
+                job = { self.drainCalls() }
+                self.drainJob = job
+            }
+            self.entry.core.deliver(on: self.queue, job)
+        }
+        // The job holds the operation strongly (a pending drain keeps it alive); after the
+        // final call nothing else is delivered, and dropping it here breaks the cycle.
+        if done { self.drainJob = nil }
+    }
+
+    /// Runs the queued handler calls until none is left. On the handler queue; one drainer at
+    /// a time (the `running` flag), so `draining` needs no lock of its own.
+    private func drainCalls() {
+        while true {
+            let more = self.calls.withLock { calls in
+                if calls.queued.isEmpty {
+                    calls.running = false
+                    return false
+                }
+                swap(&calls.queued, &self.draining)
+                return true
+            }
+            guard more else { return }
+            for call in self.draining {
+                self.handler(call.done, call.data, call.error)
+                if self.countsHeldBytes && self.releasesOnReturn, let data = call.data, !data.isEmpty {
+                    self.release(data.count)
+                }
+            }
+            self.draining.removeAll(keepingCapacity: true)
+        }
+    }
+
+    // MARK: Back-pressure
+
+    /// Whether delivered bytes count as held until released (stream reads).
+    var countsHeldBytes: Bool { false }
+    /// Delivered bytes count as released when the handler returns; otherwise the consumer
+    /// calls `release` (the async sequence, when the iteration takes the data).
+    var releasesOnReturn = true
+    /// Bytes handed to handler calls (queued or running) and not yet released.
+    let heldBytes = Atomic<Int>(0)
+
+    /// Releases `count` delivered bytes. Any thread. When that brings the held bytes under
+    /// the limit, tells the ring (which resumes a paused receive).
+    final func release(_ count: Int) {
+        let now = self.heldBytes.subtract(count, ordering: .relaxed).newValue
+        if now < _ChannelLimits.heldBytesLimit && now + count >= _ChannelLimits.heldBytesLimit {
+            self.channel.perform { _ in self.heldBytesDropped() }
+        }
+    }
+
+    /// The held bytes fell under the limit. Ring thread.
+    func heldBytesDropped() {}
+
+    /// Refuses an operation of a closed or failed channel: one final call with `error`.
+    final func refuse(_ error: Errno) {
+        self.isFinished = true
+        self.retired = true
+        self.finalCall(error: error)
+    }
+
+    /// After the final call: tells the entry and the channel, cancels the timer.
+    func finish() {
+        guard !self.isFinished else { return }
+        self.isFinished = true
+        if let timer = self.timer {
+            self.submit(.cancel(userData: timer), tag: Tag.ignore)
+        }
+        self.entry.operationFinished(self)
+        self.channel.operationFinished(self)
+        self.retireIfIdle()
+    }
+
+    private func retireIfIdle() {
+        guard self.isFinished, !self.retired, self.inFlight == 0 else { return }
+        self.retired = true
+        self.timerSpec = nil
+        self.entry.operationRetired()
+    }
+}
+
+// @unchecked: an operation is touched only on its entry's ring thread; other threads only carry
+// the reference there (to schedule or stop it).
+extension _Operation: @unchecked Sendable {}
+
+/// The arguments of one handler call.
+internal struct _HandlerCall: Sendable {
+    let done: Bool
+    let data: ByteRope?
+    let error: Errno?
+}

@@ -1,0 +1,253 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: write operations.
+//===----------------------------------------------------------------------===//
+
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A write: the rope's regions go out as iovecs (sendmsg with MSG_NOSIGNAL on sockets,
+/// writev elsewhere) — never flattened (D2). A short write continues with the rest.
+///
+/// Handler calls follow R38: the data is cut into buffers of at most one chunk (and at most
+/// the high water mark); once the bytes written into the current buffer reach the low water
+/// mark, each further syscall reports the remaining data. Success ends with `(true, nil, nil)`,
+/// an error with `(true, remaining, error)`.
+internal final class _WriteOperation: _Operation, @unchecked Sendable {
+    let data: ByteRope
+    private var written = 0
+    private var bufferStart = 0
+    private var bufferEnd = 0
+    /// The message header and iovecs of a vectored syscall in flight, in one allocation made
+    /// the first time the data to write spans several regions; valid until the completion.
+    private var vectorStorage: UnsafeMutableRawPointer?
+    private var syscallInFlight = false
+    private var pollInFlight = false
+    private var inFlightUserData: UInt64 = 0
+    /// Set when a stop or EBADF arrives while a syscall is in flight: ends the write once it
+    /// returns.
+    private var terminating: Errno?
+    private var start: Int64 = -1
+
+    private enum WriteTag {
+        static let write: UInt64 = 0
+        static let poll: UInt64 = 1
+    }
+
+    init(
+        channel: _ChannelState,
+        entry: _DescriptorEntry,
+        queue: any IOQueue,
+        offset: Int64,
+        data: ByteRope,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) {
+        self.data = data
+        super.init(
+            channel: channel,
+            entry: entry,
+            queue: queue,
+            offset: offset,
+            lane: _Operation.lane(kind: channel.kind, entry: entry, isRead: false),
+            handler: handler
+        )
+    }
+
+    deinit {
+        self.vectorStorage?.deallocate()
+    }
+
+    private static let vectorsOffset =
+        (MemoryLayout<msghdr>.stride + MemoryLayout<iovec>.alignment - 1) & ~(MemoryLayout<iovec>.alignment - 1)
+
+    /// The message header and iovecs, allocated on first use.
+    private func vectorSpace() -> (message: UnsafeMutablePointer<msghdr>, vectors: UnsafeMutableBufferPointer<iovec>) {
+        let storage: UnsafeMutableRawPointer
+        if let existing = self.vectorStorage {
+            storage = existing
+        } else {
+            storage = .allocate(
+                byteCount: Self.vectorsOffset + _ChannelLimits.writeVectors * MemoryLayout<iovec>.stride,
+                alignment: max(MemoryLayout<msghdr>.alignment, MemoryLayout<iovec>.alignment)
+            )
+            storage.initializeMemory(as: msghdr.self, repeating: msghdr(), count: 1)
+            (storage + Self.vectorsOffset).initializeMemory(
+                as: iovec.self,
+                repeating: iovec(),
+                count: _ChannelLimits.writeVectors
+            )
+            self.vectorStorage = storage
+        }
+        return (
+            storage.assumingMemoryBound(to: msghdr.self),
+            UnsafeMutableBufferPointer(
+                start: (storage + Self.vectorsOffset).assumingMemoryBound(to: iovec.self),
+                count: _ChannelLimits.writeVectors
+            )
+        )
+    }
+
+    override var completesAtOnce: Bool { self.data.isEmpty }
+
+    override func completeAtOnce() {
+        self.isFinished = true
+        self.deliver(done: true, data: nil, error: nil)  // R39
+    }
+
+    override func finalCall(error: Errno) {
+        self.deliver(done: true, data: self.data.subrange(self.written...), error: error)
+    }
+
+    override func begin() {
+        self.started = true
+        if self.channel.kind == .randomAccess {
+            let (start, overflow) = self.channel.base.addingReportingOverflow(self.offset)
+            guard !overflow, start >= 0 else {
+                self.terminate(.invalidArgument)  // R60
+                return
+            }
+            self.start = start
+        }
+        self.issue()
+    }
+
+    private func issue() {
+        if self.written >= self.bufferEnd {
+            self.bufferStart = self.written
+            self.bufferEnd = self.written + self.nextBufferLength()
+        }
+        let limit = self.bufferEnd - self.written
+        let fd = self.entry.fd
+        let offset = self.start >= 0 ? self.start + Int64(self.written) : -1
+        // One region (the common case): a plain send or write, no iovec.
+        var first = iovec()
+        _ = withUnsafeMutablePointer(to: &first) { pointer in
+            self.data.exportIOVectors(into: UnsafeMutableBufferPointer(start: pointer, count: 1), from: self.written)
+        }
+        if first.iov_len >= limit {
+            let buffer = UnsafeRawBufferPointer(start: first.iov_base, count: limit)
+            let request: RingRequest =
+                self.entry.type == .socket
+                ? .send(fd: fd, buffer: buffer)
+                : .write(fd: fd, buffer: buffer, offset: offset)
+            self.syscallInFlight = true
+            self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
+            return
+        }
+        let (message, vectors) = self.vectorSpace()
+        var (count, bytes) = self.data.exportIOVectors(into: vectors, from: self.written)
+        // Clip to the current buffer.
+        if bytes > limit {
+            var total = 0
+            var index = 0
+            while index < count {
+                let length = vectors[index].iov_len
+                if total + length >= limit {
+                    vectors[index].iov_len = limit - total
+                    index += 1
+                    break
+                }
+                total += length
+                index += 1
+            }
+            count = index
+            bytes = limit
+        }
+        let request: RingRequest
+        if self.entry.type == .socket {
+            message.pointee.msg_iov = vectors.baseAddress
+            message.pointee.msg_iovlen = count
+            request = .sendmsg(fd: fd, message: message)
+        } else {
+            request = .writev(fd: fd, vectors: UnsafeBufferPointer(rebasing: vectors[..<count]), offset: offset)
+        }
+        self.syscallInFlight = true
+        self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
+    }
+
+    /// R49: the leading part of the rest, at most a chunk and at most the high water mark —
+    /// but at least the first region (clipped to high water).
+    private func nextBufferLength() -> Int {
+        let rest = self.data.count - self.written
+        let cap = min(_ChannelLimits.chunkSize, self.highWater)
+        if rest <= cap { return rest }
+        let (region, regionStart) = self.data.region(containing: self.written)
+        let firstRegion = regionStart + region.count - self.written
+        return min(rest, max(cap, min(firstRegion, self.highWater)))
+    }
+
+    override func completed(result: Int32, flags: CompletionFlags, context: UInt64) {
+        if context == Tag.io + WriteTag.poll {
+            self.pollInFlight = false
+            if let error = self.terminating {
+                self.end(error)
+            } else if result < 0 && result != -ECANCELED {
+                self.end(Errno(rawValue: -result))
+            } else {
+                self.issue()
+            }
+            return
+        }
+        self.syscallInFlight = false
+        if result > 0 { self.written += Int(result) }
+        if self.written == self.data.count {
+            self.deliver(done: true, data: nil, error: nil)
+            self.finish()
+            return
+        }
+        if let error = self.terminating {
+            self.end(error)
+            return
+        }
+        if result > 0 {
+            if self.written - self.bufferStart >= self.lowWater {
+                self.deliver(done: false, data: self.data.subrange(self.written...), error: nil)
+            }
+            self.issue()
+            return
+        }
+        switch -result {
+        case EAGAIN:
+            self.pollInFlight = true
+            self.inFlightUserData = self.submit(
+                .poll(fd: self.entry.fd, events: UInt32(POLLOUT)),
+                tag: Tag.io + WriteTag.poll
+            )
+        case EINTR:
+            self.issue()
+        case 0:
+            self.end(.ioError)  // no progress and no error: refuse to spin
+        case EBADF:
+            self.entry.poison(.badFileDescriptor)
+        default:
+            self.end(Errno(rawValue: -result))
+        }
+    }
+
+    private func end(_ error: Errno) {
+        guard !self.isFinished else { return }
+        self.finalCall(error: error)
+        self.finish()
+    }
+
+    override func terminate(_ error: Errno) {
+        guard !self.isFinished else { return }
+        if self.syscallInFlight || self.pollInFlight {
+            // Cancel it and end when it returns: it may have written part of the data.
+            if self.terminating == nil {
+                self.terminating = error
+                self.submit(.cancel(userData: self.inFlightUserData), tag: Tag.ignore)
+            }
+            return
+        }
+        super.terminate(error)
+    }
+
+    override func tick() {
+        if self.strictInterval && self.started {
+            self.deliver(done: false, data: self.data.subrange(self.written...), error: nil)
+        }
+    }
+}

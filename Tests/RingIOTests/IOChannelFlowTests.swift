@@ -1,0 +1,147 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: back-pressure and the fast-path allocation behaviour.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import RingIO
+import Synchronization
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("IOChannel: back-pressure")
+struct IOChannelFlowTests {
+    /// Writes a recognisable pattern (byte i of the stream is i % 251) into a non-blocking
+    /// socket until it would block for `quiet`, or `limit` bytes are written; returns the count.
+    private static func writePattern(to fd: CInt, from start: Int, limit: Int, quiet: Duration) -> Int {
+        let chunk = 64 << 10
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var written = start
+        let clock = ContinuousClock()
+        var lastProgress = clock.now
+        while written < limit && clock.now - lastProgress < quiet {
+            let count = min(chunk, limit - written)
+            for index in 0..<count { buffer[index] = UInt8((written + index) % 251) }
+            let result = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, count, Int32(MSG_NOSIGNAL)) }
+            if result > 0 {
+                written += result
+                lastProgress = clock.now
+            } else {
+                usleep(1_000)
+            }
+        }
+        return written
+    }
+
+    @Test("back-pressure: an async reader that stops taking data stops the receive; nothing is lost")
+    func asyncReaderStopsTheReceive() async throws {
+        let ring = try RingLoop()
+        defer { ring.shutdown() }
+        var pair: [CInt] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { Glibc.close(pair[0]) }
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+        let channel = IOChannel(kind: .stream, fileDescriptor: pair[0], queue: ring) { _ in }
+        defer { channel.close() }
+
+        // Start the read with one byte.
+        var written = Self.writePattern(to: pair[1], from: 0, limit: 1, quiet: .seconds(1))
+        var iterator = channel.reads().makeAsyncIterator()
+        var received = [UInt8]()
+        if let first = try await iterator.next() { received += Array(first) }
+
+        // The consumer takes nothing now. Without back-pressure the channel would drain the
+        // socket into memory and the writer would get all 64 MiB through.
+        let limit = 64 << 20
+        written = Self.writePattern(to: pair[1], from: written, limit: limit, quiet: .milliseconds(300))
+        #expect(written < 16 << 20, "the writer got \(written) bytes through a reader that took none")
+
+        // Everything written arrives, once, in order.
+        Glibc.close(pair[1])
+        while let data = try await iterator.next() {
+            received += Array(data)
+        }
+        #expect(received.count == written)
+        #expect(received.indices.allSatisfy { received[$0] == UInt8($0 % 251) })
+    }
+
+    @Test("back-pressure: handlers on a slow DispatchQueue hold the receive back; nothing is lost")
+    func slowQueueHoldsTheReceiveBack() throws {
+        let ring = try RingLoop()
+        defer { ring.shutdown() }
+        var pair: [CInt] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { Glibc.close(pair[0]) }
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+        let queue = DispatchQueue(label: "slow")
+        let channel = IOChannel(kind: .stream, fileDescriptor: pair[0], queue: queue, ring: ring) { _ in }
+        defer { channel.close() }
+        let gate = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        let received = Mutex<[UInt8]>([])
+        let firstCall = Atomic<Bool>(true)
+        channel.read(offset: 0, length: .max, queue: queue) { isDone, data, _ in
+            // The first call blocks the queue until the writer has pushed all it could.
+            if firstCall.exchange(false, ordering: .relaxed) { gate.wait() }
+            if let data { received.withLock { $0 += Array(data) } }
+            if isDone { done.signal() }
+        }
+        let written = Self.writePattern(to: pair[1], from: 0, limit: 64 << 20, quiet: .milliseconds(300))
+        #expect(written < 16 << 20, "the writer got \(written) bytes through a queue that ran no handler")
+        gate.signal()
+        Glibc.close(pair[1])
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let bytes = received.withLock { $0 }
+        #expect(bytes.count == written)
+        #expect(bytes.indices.allSatisfy { bytes[$0] == UInt8($0 % 251) })
+    }
+
+    @Test("operations, handlers and channels are released once done (no reference cycle)")
+    func nothingLeaks() throws {
+        final class Token: Sendable {}
+        let ring = try RingLoop()
+        defer { ring.shutdown() }
+        let queue = DispatchQueue(label: "leaks")
+        var pair: [CInt] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer {
+            Glibc.close(pair[0])
+            Glibc.close(pair[1])
+        }
+        weak var weakToken: Token?
+        weak var weakChannel: IOChannel?
+        let finished = DispatchSemaphore(value: 0)
+        let cleaned = DispatchSemaphore(value: 0)
+        do {
+            let token = Token()
+            weakToken = token
+            let channel = IOChannel(kind: .stream, fileDescriptor: pair[0], queue: queue, ring: ring) { _ in
+                cleaned.signal()
+            }
+            weakChannel = channel
+            for delivery in [queue as any IOQueue, ring] {
+                channel.write(offset: 0, data: ByteRope(copying: [1, 2, 3]), queue: delivery) { done, _, _ in
+                    withExtendedLifetime(token) {}
+                    if done { finished.signal() }
+                }
+                channel.read(offset: 0, length: 3, queue: delivery) { done, _, _ in
+                    withExtendedLifetime(token) {}
+                    if done { finished.signal() }
+                }
+                #expect(Glibc.write(pair[1], "abc", 3) == 3)
+            }
+            channel.close()
+        }
+        for _ in 0..<4 { #expect(finished.wait(timeout: .now() + 10) == .success) }
+        #expect(cleaned.wait(timeout: .now() + 10) == .success)
+        // The last handler call may still be returning; give it a moment, boundedly.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(5)
+        while (weakToken != nil || weakChannel != nil) && clock.now < deadline { usleep(1_000) }
+        #expect(weakChannel == nil, "the channel outlived its last reference")
+        #expect(weakToken == nil, "a handler (and so its operation) was never released")
+    }
+}
