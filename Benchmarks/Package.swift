@@ -21,6 +21,8 @@ let package = Package(
         // The parent package. `name:` keeps `package: "RingIO"` below valid whatever the checkout's
         // directory is called (a path dependency's identity is otherwise its directory name).
         .package(name: "RingIO", path: ".."),
+        // `Errno` in IOChannel's handlers (already resolved: RingIO and package-benchmark use it).
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         .executableTarget(
@@ -33,7 +35,46 @@ let package = Package(
             plugins: [
                 .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
-        )
+        ),
+        // The engine: no-op round trips (through `@_spi(Benchmarking)`) and a 64-byte socketpair
+        // ping-pong, RingIO's IOChannel beside DispatchSource and DispatchIO.
+        .executableTarget(
+            name: "EngineBenchmarks",
+            dependencies: [
+                "IOBenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Benchmarks/EngineBenchmarks",
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
+            ]
+        ),
+        // Channels: a large file read (beside DispatchIO; fio through run-fio-baseline.sh) and
+        // socketpair streaming of 64 KiB ropes (beside DispatchIO).
+        .executableTarget(
+            name: "ChannelBenchmarks",
+            dependencies: [
+                "IOBenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Benchmarks/ChannelBenchmarks",
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
+            ]
+        ),
+        // What the I/O benchmarks share: configurations, fixtures built in setup, socketpairs.
+        // A library, so package-benchmark does not take it for a benchmark executable.
+        .target(
+            name: "IOBenchmarkSupport",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark")
+            ],
+            path: "Benchmarks/IOBenchmarkSupport"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

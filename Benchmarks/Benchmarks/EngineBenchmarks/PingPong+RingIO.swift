@@ -1,0 +1,140 @@
+//===----------------------------------------------------------------------===//
+// RingIO — benchmarks: the socketpair ping-pong through RingIO's IOChannel.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import IOBenchmarkSupport
+import RingIO
+import SystemPackage
+
+/// Both ends as RingIO stream channels with low water 1 (RingIO's default on sockets; set
+/// anyway, as for DispatchIO), each with a read of length `Int.max`; the server writes back
+/// each rope it gets (the received buffer itself: no copy).
+final class RingIOPingPong: PingPong, @unchecked Sendable {
+    // @unchecked: `client` is touched only by the client channel's read handler and by the job
+    // `roundTrips` puts on `clientQueue`, all on that queue (a ring's thread or a serial
+    // DispatchQueue). The rest is immutable.
+
+    /// Where the two ends run.
+    enum Placement {
+        /// Each end on a ring of its own, handlers on that ring's thread (no hop): the server
+        /// fast path, with one thread per end as in the dispatch baselines.
+        case handlersOnTwoRings
+        /// Both ends on one ring, handlers on its thread: everything on one thread.
+        case handlersOnOneRing
+        /// Each end on a ring of its own, handlers on a serial DispatchQueue per end.
+        case handlersOnDispatchQueues
+    }
+
+    // MARK: Immutable after init
+    private let rings: [RingLoop]
+    private let clientQueue: any IOQueue
+    private let clientChannel: IOChannel
+    private let serverChannel: IOChannel
+    private let message = ByteRope(copying: Message.bytes)
+    private let done = DispatchSemaphore(value: 0)
+    private let cleanedUp = DispatchGroup()
+    private let ignoreWrite: @Sendable (Bool, ByteRope?, Errno?) -> Void = { _, _, error in
+        check(error == nil, "RingIO ping-pong: write failed: \(error!)")
+    }
+
+    // MARK: Client queue only
+    private var client = PingPongClient()
+
+    init(_ placement: Placement) throws {
+        let clientRing = try RingLoop()
+        let serverRing = placement == .handlersOnOneRing ? clientRing : try RingLoop()
+        self.rings = clientRing === serverRing ? [clientRing] : [clientRing, serverRing]
+        let serverQueue: any IOQueue
+        switch placement {
+        case .handlersOnTwoRings, .handlersOnOneRing:
+            self.clientQueue = clientRing
+            serverQueue = serverRing
+        case .handlersOnDispatchQueues:
+            self.clientQueue = DispatchQueue(label: "RingIO.benchmarks.client")
+            serverQueue = DispatchQueue(label: "RingIO.benchmarks.server")
+        }
+
+        let (clientFD, serverFD) = makeSocketPair()
+        let cleanedUp = self.cleanedUp
+        cleanedUp.enter()
+        cleanedUp.enter()
+        self.clientChannel = IOChannel(
+            kind: .stream,
+            fileDescriptor: clientFD,
+            queue: self.clientQueue,
+            ring: clientRing
+        ) { _ in
+            closeOrDie(clientFD)
+            cleanedUp.leave()
+        }
+        self.serverChannel = IOChannel(
+            kind: .stream,
+            fileDescriptor: serverFD,
+            queue: serverQueue,
+            ring: serverRing
+        ) { _ in
+            closeOrDie(serverFD)
+            cleanedUp.leave()
+        }
+        self.clientChannel.setLimit(lowWater: 1)
+        self.serverChannel.setLimit(lowWater: 1)
+
+        let server = self.serverChannel
+        let ignoreWrite = self.ignoreWrite
+        server.read(offset: 0, length: Int.max, queue: serverQueue) { _, data, error in
+            check(
+                error == nil || error == .canceled,
+                "RingIO ping-pong: server read failed: \(error!)"
+            )
+            if let data, !data.isEmpty {
+                server.write(offset: 0, data: data, queue: serverQueue, handler: ignoreWrite)
+            }
+        }
+        // Strong capture: the client's read holds the fixture until `close` stops it.
+        self.clientChannel.read(offset: 0, length: Int.max, queue: self.clientQueue) { _, data, error in
+            check(
+                error == nil || error == .canceled,
+                "RingIO ping-pong: client read failed: \(error!)"
+            )
+            _ = data?.apply { _, bytes in
+                self.clientReceived(bytes)
+                return true
+            }
+        }
+    }
+
+    func roundTrips(_ count: Int, checkingContents: Bool) {
+        self.clientQueue.enqueue {
+            self.client.begin(count, checkingContents: checkingContents)
+            self.send()
+        }
+        waitOrDie(self.done, "\(count) RingIO round trips")
+    }
+
+    func close() {
+        self.clientChannel.close(flags: .stop)
+        self.serverChannel.close(flags: .stop)
+        if self.cleanedUp.wait(timeout: .now() + 10) == .timedOut {
+            fatalError("RingIO ping-pong: the channels were not cleaned up")
+        }
+        for ring in self.rings { ring.shutdown() }
+    }
+
+    private func send() {
+        self.clientChannel.write(
+            offset: 0,
+            data: self.message,
+            queue: self.clientQueue,
+            handler: self.ignoreWrite
+        )
+    }
+
+    private func clientReceived(_ bytes: UnsafeRawBufferPointer) {
+        switch self.client.received(bytes) {
+        case .wait: break
+        case .send: self.send()
+        case .finished: self.done.signal()
+        }
+    }
+}
