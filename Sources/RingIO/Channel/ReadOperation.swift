@@ -173,11 +173,20 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     }
 
     func receivedEndOfFile() {
+        self.takeEverythingReceived()
         self.endOfFile()
     }
 
     func receiveFailed(_ error: Errno) {
+        self.takeEverythingReceived()
         self.terminate(error)
+    }
+
+    /// Before an EOF or an error: the bytes received before it are this read's, paused or not
+    /// (R35, R36) — they must not stay behind in the entry.
+    private func takeEverythingReceived() {
+        guard self.started && !self.isFinished && self.remaining > 0 && self.entry.hasReceived else { return }
+        self.accept(self.entry.takeReceived(upTo: self.remaining))
     }
 
     /// `untilWouldBlock`: the stream has nothing more now; finish with what was read (R78).

@@ -30,6 +30,8 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     /// returns.
     private var terminating: Errno?
     private var start: Int64 = -1
+    /// A stream write to a file: set the file position after the end.
+    private var setsPosition = false
 
     private enum WriteTag {
         static let write: UInt64 = 0
@@ -109,8 +111,30 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
                 return
             }
             self.start = start
+        } else if !self.entry.type.isStreamLike && !self.isAppending {
+            // A stream write to a file: at explicit offsets from the position now, which is
+            // set after the end (R61), as stream reads do. io_uring's own file-position mode
+            // (-1) loses the limit check after a short write: a write stopped by
+            // RLIMIT_FSIZE is then reported complete (Linux 6.18).
+            let position = lseek(self.entry.fd, 0, SEEK_CUR)
+            if position >= 0 {
+                self.start = Int64(position)
+                self.setsPosition = true
+            }
         }
         self.issue()
+    }
+
+    /// O_APPEND: every write goes to the end whatever the offset; leave it to the kernel.
+    private var isAppending: Bool {
+        fcntl(self.entry.fd, F_GETFL) & O_APPEND != 0
+    }
+
+    override func finish() {
+        if self.setsPosition && !self.isFinished {
+            lseek(self.entry.fd, off_t(self.start + Int64(self.written)), SEEK_SET)
+        }
+        super.finish()
     }
 
     private func issue() {
