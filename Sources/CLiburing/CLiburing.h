@@ -17,6 +17,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <netinet/in.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 // The kernel UAPI header before liburing's private copy (same guard, LINUX_IO_URING_H):
 // swift-system's CSystem includes this one, and two different io_uring_sqe layouts in one
 // Swift module fail to merge.
@@ -50,6 +52,10 @@ static inline void CLiburing_sqe_set_rw_flags(struct io_uring_sqe *sqe, int flag
 // RWF_NOWAIT: glibc declares it only with _GNU_SOURCE, <linux/fs.h> clashes with glibc's
 // headers; the value is kernel ABI (include/uapi/linux/fs.h).
 static const int CLiburing_RWF_NOWAIT = 0x00000008;
+
+// pidfd_open(2) has no glibc wrapper before 2.36 (Debian 12 has 2.36, but the variadic
+// syscall(2) is not callable from Swift either way).
+static inline int CLiburing_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 // IORING_TIMEOUT_MULTISHOT (Linux 6.4) is newer than the UAPI header Debian 12 ships.
 static const unsigned CLiburing_IORING_TIMEOUT_MULTISHOT = 1U << 6;

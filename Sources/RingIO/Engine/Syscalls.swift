@@ -288,6 +288,9 @@ package enum RingRequest {
     /// A timeout; `spec` must stay alive until the operation is submitted. `repeating`: fires
     /// every period until cancelled (multishot timeout, Linux 6.4).
     case timeout(spec: _KernelTimespec, repeating: Bool)
+    /// A one-shot timeout at an absolute time: CLOCK_MONOTONIC, or CLOCK_REALTIME when
+    /// `realtime` (then it follows changes of the wall clock).
+    case timeoutAt(spec: _KernelTimespec, realtime: Bool)
     /// Readiness of `fd` for the poll `events`, repeatedly (multishot poll).
     case pollMultishot(fd: CInt, events: UInt32)
     /// Readiness of `fd` for the poll `events`, once.
@@ -313,7 +316,7 @@ package enum RingRequest {
         case .close: return .close
         case .fsync: return .fsync
         case .statx: return .statx
-        case .timeout: return .timeout
+        case .timeout, .timeoutAt: return .timeout
         case .pollMultishot, .poll: return .poll
         case .cancel, .cancelDescriptor, .cancelAll: return .cancel
         }
@@ -362,6 +365,13 @@ package enum RingRequest {
             io_uring_prep_statx(sqe, directory, path, flags, mask.rawValue, result.pointer)
         case .timeout(let spec, let repeating):
             io_uring_prep_timeout(sqe, spec.pointer, 0, repeating ? CLiburing_IORING_TIMEOUT_MULTISHOT : 0)
+        case .timeoutAt(let spec, let realtime):
+            io_uring_prep_timeout(
+                sqe,
+                spec.pointer,
+                0,
+                UInt32(IORING_TIMEOUT_ABS) | (realtime ? UInt32(IORING_TIMEOUT_REALTIME) : 0)
+            )
         case .pollMultishot(let fd, let events):
             io_uring_prep_poll_multishot(sqe, fd, events)
         case .poll(let fd, let events):
@@ -432,6 +442,11 @@ package final class _StatxResult: @unchecked Sendable {
 package final class _KernelTimespec: @unchecked Sendable {
     internal let pointer: UnsafeMutablePointer<__kernel_timespec>
 
+    package init(seconds: Int64, nanoseconds: Int64) {
+        self.pointer = .allocate(capacity: 1)
+        self.pointer.initialize(to: __kernel_timespec(tv_sec: seconds, tv_nsec: nanoseconds))
+    }
+
     package init(nanoseconds: Int64) {
         self.pointer = .allocate(capacity: 1)
         self.pointer.initialize(
@@ -467,4 +482,27 @@ internal enum _EventFD {
             preconditionFailure("RingIO: write to the ring's eventfd failed: \(error)")
         }
     }
+}
+
+// MARK: - pidfd
+
+/// Process descriptors, for process-exit sources.
+internal enum _PidFD {
+    /// A close-on-exec descriptor that becomes readable when process `pid` exits. The
+    /// corresponding C call is `pidfd_open(pid, 0)`.
+    internal static func open(_ pid: pid_t) throws(Errno) -> CInt {
+        let fd = CLiburing_pidfd_open(pid)
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        return fd
+    }
+}
+
+// MARK: - Sockets
+
+/// Socket constants Glibc's Swift overlay does not export (they come with liburing's headers).
+internal enum _SocketConstants {
+    /// `SOCK_STREAM`.
+    internal static let stream = Int32(SOCK_STREAM.rawValue)
+    /// `SOCK_STREAM | SOCK_CLOEXEC`.
+    internal static let streamCloseOnExec = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 }

@@ -1,0 +1,350 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the listener: TCP sockets accepting with multishot accept.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening TCP socket (or one per ring, with `SO_REUSEPORT`) that accepts connections with
+/// io_uring's multishot accept and hands out the connected descriptors.
+///
+///     let listener = try IOListener(host: "::", port: 8080, queue: ring) { event in
+///         guard case .accepted(let fd) = event else { return }
+///         let channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring) { _ in
+///             close(fd)
+///             listener.connectionClosed()
+///         }
+///         …
+///     }
+///
+/// Accepted descriptors are close-on-exec, in blocking mode, with the socket options of
+/// ``Options`` applied before they are handed out. They are yours to close.
+///
+/// **Failures** such as EMFILE and ENFILE (out of descriptors) are reported as
+/// ``Event/failed(_:)``; the listener keeps going: it backs off (10 ms, doubling up to 1 s,
+/// reset by the next accepted connection) and tries again. It never spins and never stops on
+/// its own. (On Linux 6.18 an accept takes the descriptor limit when it is armed: lowering
+/// RLIMIT_NOFILE below the descriptors in use does not fail an accept armed before.)
+///
+/// **Connection cap.** With ``Options/maxConnections``, accepting pauses when that many
+/// accepted connections have not been reported closed with ``connectionClosed()``, and resumes
+/// when one is. Connections the kernel completed meanwhile wait in the backlog.
+public final class IOListener: Sendable {
+    /// How the listener binds and what it applies to accepted sockets.
+    public struct Options: Sendable {
+        /// The `listen(2)` backlog.
+        public var backlog: Int32 = 511
+        /// With a group: one socket per ring, all bound to the port with `SO_REUSEPORT`; the
+        /// kernel spreads connections over them. Also lets other processes bind the port.
+        public var reusePort = false
+        /// `TCP_NODELAY` on accepted sockets.
+        public var noDelay = true
+        /// `SO_KEEPALIVE` on accepted sockets.
+        public var keepAlive = false
+        /// The most accepted connections not yet reported closed; accepting pauses at the cap.
+        public var maxConnections = Int.max
+
+        public init() {}
+    }
+
+    /// What the handler is told.
+    public enum Event: Sendable {
+        /// A connected descriptor, now the handler's.
+        case accepted(CInt)
+        /// Accepting failed (EMFILE, ENFILE, ENOBUFS…); the listener backs off and retries.
+        case failed(Errno)
+    }
+
+    private let acceptors: [_Acceptor]
+    private let shared: _ListenerState
+
+    /// Binds and listens, then accepts on the ring(s).
+    ///
+    /// - Parameters:
+    ///   - host: A numeric address (`"127.0.0.1"`, `"::1"`, `"0.0.0.0"`), `"::"` for every
+    ///     IPv6 and IPv4 address (dual stack), or a name such as `"localhost"` (its first
+    ///     address).
+    ///   - port: The port; 0 picks a free one (read it from ``port``).
+    ///   - options: Socket and accepting options.
+    ///   - group: With ``Options/reusePort``, one socket per ring of `group`; without, the
+    ///     listener runs on `group.next()`.
+    ///   - ring: The ring to accept on when there is no group. When both are `nil`: `queue`
+    ///     if it is a ring, else the next ring of ``RingLoopGroup/shared``.
+    ///   - queue: Where `handler` runs.
+    ///   - handler: Called for each accepted connection and each failure.
+    /// - Throws: The errno of resolving, `socket`, `bind` (EADDRINUSE…) or `listen`; of
+    ///   io_uring's set-up when there is no ring.
+    public init(
+        host: String,
+        port: UInt16,
+        options: Options = Options(),
+        group: RingLoopGroup? = nil,
+        ring: RingLoop? = nil,
+        queue: some IOQueue,
+        handler: @escaping @Sendable (Event) -> Void
+    ) throws(Errno) {
+        precondition(options.maxConnections > 0, "IOListener: maxConnections must be positive")
+        var rings: [RingLoop]
+        if let group {
+            rings = options.reusePort ? group.rings : [group.next()]
+        } else if let ring {
+            rings = [ring]
+        } else if let ring = queue as? RingLoop {
+            rings = [ring]
+        } else {
+            do throws(RingSetupError) {
+                rings = [try RingLoopGroup.shared.next()]
+            } catch {
+                throw error.errno
+            }
+        }
+        var address = try _SocketAddress.resolve(host: host, port: port)
+        var sockets: [CInt] = []
+        do throws(Errno) {
+            for _ in rings {
+                let fd = try _SocketAddress.listen(on: address, options: options)
+                sockets.append(fd)
+                if address.port == 0 {
+                    // Port 0: the others bind the port the first one got.
+                    address = try _SocketAddress.local(of: fd)
+                }
+            }
+        } catch {
+            for fd in sockets { Glibc.close(fd) }
+            throw error
+        }
+        let shared = _ListenerState(options: options, queue: queue, handler: handler)
+        self.shared = shared
+        self.acceptors = zip(rings, sockets).map { _Acceptor(ring: $0, fd: $1, shared: shared) }
+        shared.acceptors = self.acceptors
+        for acceptor in self.acceptors { acceptor.start() }
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// The bound port.
+    public var port: UInt16 {
+        (try? _SocketAddress.local(of: self.acceptors[0].fd).port) ?? 0
+    }
+
+    /// The bound addresses, as `"127.0.0.1:8080"` or `"[::]:8080"`, one per socket.
+    public var localAddresses: [String] {
+        self.acceptors.compactMap { try? _SocketAddress.local(of: $0.fd).description }
+    }
+
+    /// Reports that one accepted connection is gone: accepting resumes if it was paused at
+    /// ``Options/maxConnections``. Any thread.
+    public func connectionClosed() {
+        self.shared.connectionClosed()
+    }
+
+    /// Stops accepting: new connection attempts are refused from now on; the listening
+    /// sockets are closed on their rings once their accepts have returned. Idempotent.
+    public func close() {
+        guard !self.shared.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for acceptor in self.acceptors { acceptor.stop() }
+    }
+}
+
+/// What the acceptors of one listener share. Any thread: atomics; the handler is immutable.
+internal final class _ListenerState: @unchecked Sendable {
+    // @unchecked: `acceptors` is written once, in the listener's init, before any acceptor
+    // starts; everything else is immutable or atomic.
+    let options: IOListener.Options
+    let queue: any IOQueue
+    let handler: @Sendable (IOListener.Event) -> Void
+    let live = Atomic<Int>(0)
+    let closed = Atomic<Bool>(false)
+    var acceptors: [_Acceptor] = []
+
+    init(options: IOListener.Options, queue: any IOQueue, handler: @escaping @Sendable (IOListener.Event) -> Void) {
+        self.options = options
+        self.queue = queue
+        self.handler = handler
+    }
+
+    var atCap: Bool { self.live.load(ordering: .acquiring) >= self.options.maxConnections }
+
+    func connectionClosed() {
+        let before = self.live.subtract(1, ordering: .acquiringAndReleasing).oldValue
+        if before >= self.options.maxConnections {
+            for acceptor in self.acceptors { acceptor.resumeIfPaused() }
+        }
+    }
+}
+
+/// One listening socket and its multishot accept, on one ring.
+///
+/// Confinement: everything but `fd` (immutable) is touched only on `ring`'s thread.
+internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
+    let ring: RingLoop
+    let fd: CInt
+    private let shared: _ListenerState
+
+    private var armed: UInt64?
+    private var backoff: Duration = .zero
+    private var backoffSpec: _KernelTimespec?
+    private var waiting = false
+    private var stopping = false
+    private var socketClosed = false
+    private var inFlight = 0
+    /// Connections accepted past the cap (the multishot had more ready): handed out, in
+    /// order, as soon as connections are reported closed.
+    private var held: [CInt] = []
+
+    private enum Tag {
+        static let accept: UInt64 = 1
+        static let retry: UInt64 = 2
+        static let ignore: UInt64 = 3
+        static let close: UInt64 = 4
+    }
+
+    init(ring: RingLoop, fd: CInt, shared: _ListenerState) {
+        self.ring = ring
+        self.fd = fd
+        self.shared = shared
+    }
+
+    private func perform(_ body: @escaping @Sendable (_Acceptor) -> Void) {
+        if self.ring.isCurrentThread { body(self) } else { self.ring.enqueue { body(self) } }
+    }
+
+    func start() { self.perform { $0.arm() } }
+
+    func resumeIfPaused() {
+        self.perform { acceptor in
+            acceptor.handOutHeld()
+            acceptor.arm()
+        }
+    }
+
+    func stop() {
+        // Refuse new connections now, from the calling thread: a listening socket shut down
+        // for reading leaves the listening state (its pending accept fails).
+        shutdown(self.fd, Int32(SHUT_RDWR))
+        self.perform { acceptor in
+            acceptor.stopping = true
+            for connection in acceptor.held { Glibc.close(connection) }
+            acceptor.held.removeAll()
+            if let armed = acceptor.armed {
+                acceptor.submit(.cancel(userData: armed), tag: Tag.ignore)
+            }
+            acceptor.closeSocketIfIdle()
+        }
+    }
+
+    private func arm() {
+        guard !self.stopping, self.armed == nil, !self.waiting, self.held.isEmpty, !self.shared.atCap else { return }
+        self.armed = self.submit(.acceptMultishot(fd: self.fd), tag: Tag.accept)
+    }
+
+    @discardableResult
+    private func submit(_ request: RingRequest, tag: UInt64) -> UInt64 {
+        self.inFlight += 1
+        return self.ring.core.submit(request, target: self, context: tag)
+    }
+
+    private func closeSocketIfIdle() {
+        guard self.stopping, self.inFlight == 0, !self.socketClosed else { return }
+        self.socketClosed = true
+        Glibc.close(self.fd)
+    }
+
+    func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        if !flags.hasMore { self.inFlight -= 1 }
+        defer { self.closeSocketIfIdle() }
+        switch context {
+        case Tag.accept:
+            if !flags.hasMore { self.armed = nil }
+            if result >= 0 {
+                self.accepted(result)
+            } else {
+                self.failed(Errno(rawValue: -result))
+            }
+            if !flags.hasMore { self.arm() }
+        case Tag.retry:
+            self.waiting = false
+            self.backoffSpec = nil
+            self.arm()
+        default:
+            break
+        }
+    }
+
+    private func accepted(_ connection: CInt) {
+        guard !self.stopping else {
+            Glibc.close(connection)
+            return
+        }
+        self.backoff = .zero
+        let options = self.shared.options
+        var on: CInt = 1
+        if options.noDelay {
+            setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<CInt>.size))
+        }
+        if options.keepAlive {
+            setsockopt(connection, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<CInt>.size))
+        }
+        if !self.held.isEmpty || !self.takeSlot() {
+            self.held.append(connection)
+        } else {
+            self.handOut(connection)
+        }
+        if self.shared.atCap, let armed = self.armed {
+            // At the cap: stop the multishot; accepting resumes when a connection closes.
+            self.submit(.cancel(userData: armed), tag: Tag.ignore)
+        }
+    }
+
+    /// Counts one more live connection, unless that would pass the cap.
+    private func takeSlot() -> Bool {
+        let live = self.shared.live.add(1, ordering: .acquiringAndReleasing).newValue
+        if live > self.shared.options.maxConnections {
+            self.shared.live.subtract(1, ordering: .acquiringAndReleasing)
+            return false
+        }
+        return true
+    }
+
+    private func handOutHeld() {
+        while !self.held.isEmpty && self.takeSlot() {
+            self.handOut(self.held.removeFirst())
+        }
+    }
+
+    private func handOut(_ connection: CInt) {
+        let handler = self.shared.handler
+        self.ring.core.deliver(on: self.shared.queue) { handler(.accepted(connection)) }
+    }
+
+    private func failed(_ error: Errno) {
+        switch error {
+        case .canceled, .invalidArgument, .badFileDescriptor:
+            return  // our own cancel, or the socket was shut down or closed
+        case .connectionAbort, .interrupted, .resourceTemporarilyUnavailable:
+            return  // a connection gone before it was accepted: try the next one
+        default:
+            break
+        }
+        let handler = self.shared.handler
+        self.ring.core.deliver(on: self.shared.queue) { handler(.failed(error)) }
+        // Back off before accepting again (EMFILE would fail every attempt until a
+        // descriptor is closed).
+        self.backoff = self.backoff == .zero ? .milliseconds(10) : min(self.backoff * 2, .seconds(1))
+        guard !self.stopping, !self.waiting else { return }
+        if let armed = self.armed {
+            self.submit(.cancel(userData: armed), tag: Tag.ignore)
+        }
+        self.waiting = true
+        let (seconds, attoseconds) = self.backoff.components
+        let spec = _KernelTimespec(nanoseconds: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.backoffSpec = spec
+        self.submit(.timeout(spec: spec, repeating: false), tag: Tag.retry)
+    }
+}

@@ -1,0 +1,452 @@
+//===----------------------------------------------------------------------===//
+// RingIO — event sources: the state of one source, on its ring.
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The state behind an ``IOSource``.
+///
+/// Confinement: properties under "ring thread only" are touched only on `ring`'s thread; public
+/// calls reach it through `perform`. The handlers are locked (set from any thread, read on the
+/// queue); the suspend count, the cancel flag, the custom sources' pending value and the data of
+/// the current event are atomics.
+///
+/// Delivery: one event handler call at a time. While a call is queued or running, or while the
+/// source is suspended, events merge into `pending`; when the call returns, the queue tells the
+/// ring, which delivers what merged meanwhile (one call) or, once cancelled, the cancel handler.
+internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
+    enum Kind {
+        case timer(IOSource.Clock)
+        case signal(CInt)
+        case readable(CInt)
+        case writable(CInt)
+        case processExit(CInt)  // the pidfd, ours to close
+        case add
+        case or
+    }
+
+    struct Handlers {
+        var event: (@Sendable () -> Void)?
+        var cancel: (@Sendable () -> Void)?
+        var registration: (@Sendable () -> Void)?
+    }
+
+    private enum Tag {
+        static let timerFirst: UInt64 = 1
+        static let timerRepeat: UInt64 = 2
+        static let poll: UInt64 = 3
+        static let signalRead: UInt64 = 4
+        static let ignore: UInt64 = 5
+    }
+
+    // MARK: Immutable after init
+    let kind: Kind
+    let queue: any IOQueue
+    /// `nil` when io_uring could not be set up: the source then never fires; cancel still
+    /// runs the cancel handler.
+    let ring: RingLoop?
+
+    // MARK: Any thread
+    let handlers = Mutex(Handlers())
+    let currentData = Atomic<UInt>(0)
+    let cancelRequested = Atomic<Bool>(false)
+    /// Suspensions not yet resumed; starts at 1 (created suspended).
+    private let suspendCount = Atomic<Int>(1)
+    /// Custom sources: merged values not yet taken by the ring, and whether a take is queued.
+    private let customPending = Atomic<UInt>(0)
+    private let customScheduled = Atomic<Bool>(false)
+
+    // MARK: Ring thread only
+    private var registered = false
+    private var cancelled = false
+    private var cancelDelivered = false
+    private var handlerRunning = false
+    private var hasEvent = false
+    private var pending: UInt = 0
+    /// The armed timeouts (first fire, repeating), to cancel on reschedule or cancel.
+    private var armedTimers: [UInt64] = []
+    /// The armed poll or signal read.
+    private var armedOperation: UInt64?
+    /// A process-exit source reports the exit once.
+    private var exitReported = false
+    private var inFlight = 0
+    private var timerSpec: _KernelTimespec?
+    private var intervalSpec: _KernelTimespec?
+    private var timerInterval: Duration?
+    private var timerGeneration: UInt64 = 0
+    private var signalSlot: _SignalRouter.Registration?
+    private let signalBuffer = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
+    private var pollArmed = false
+
+    init(kind: Kind, queue: any IOQueue, ring: RingLoop?) {
+        self.kind = kind
+        self.queue = queue
+        if let ring {
+            self.ring = ring
+        } else if let ring = queue as? RingLoop {
+            self.ring = ring
+        } else {
+            self.ring = try? RingLoopGroup.shared.next()
+        }
+        self.signalBuffer.initialize(to: 0)
+    }
+
+    deinit {
+        self.signalBuffer.deallocate()
+        if case .processExit(let pidfd) = self.kind { close(pidfd) }
+    }
+
+    private var core: _RingCore? { self.ring?.core }
+
+    /// Runs `body` on the ring thread: now when called there, else through the inbox.
+    private func perform(_ body: @escaping @Sendable (_SourceCore) -> Void) {
+        guard let ring = self.ring else { return }
+        if ring.isCurrentThread {
+            body(self)
+        } else {
+            ring.enqueue { body(self) }
+        }
+    }
+
+    // MARK: Any thread
+
+    func resume() {
+        let now = self.suspendCount.subtract(1, ordering: .acquiringAndReleasing).newValue
+        precondition(now >= 0, "IOSource.resume(): resumed more often than suspended")
+        if now == 0 {
+            guard self.ring != nil else {
+                // No ring: nothing fires; a cancelled source still gets its cancel handler.
+                if self.cancelRequested.load(ordering: .acquiring) { self.deliverCancelWithoutRing() }
+                return
+            }
+            self.perform { $0.resumed() }
+        }
+    }
+
+    func suspend() {
+        self.suspendCount.add(1, ordering: .acquiringAndReleasing)
+    }
+
+    func requestCancel() {
+        guard !self.cancelRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard self.ring != nil else {
+            if self.suspendCount.load(ordering: .acquiring) == 0 { self.deliverCancelWithoutRing() }
+            return
+        }
+        self.perform { $0.cancelOnRing() }
+    }
+
+    private func deliverCancelWithoutRing() {
+        let handler = self.handlers.withLock { handlers in
+            let handler = handlers.cancel
+            handlers = Handlers()
+            return handler
+        }
+        if let handler { self.queue.enqueue(handler) }
+    }
+
+    func schedule(delay: Duration, interval: Duration?) {
+        self.perform { $0.armTimer(delay: delay, interval: interval) }
+    }
+
+    func merge(_ value: UInt) {
+        switch self.kind {
+        case .add: self.customPending.wrappingAdd(value, ordering: .acquiringAndReleasing)
+        case .or: self.customPending.bitwiseOr(value, ordering: .acquiringAndReleasing)
+        default: preconditionFailure("IOSource.merge: not a dataAdd or dataOr source")
+        }
+        guard value != 0, !self.customScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        self.perform { $0.takeCustom() }
+    }
+
+    // MARK: Ring thread
+
+    private var isSuspended: Bool { self.suspendCount.load(ordering: .acquiring) > 0 }
+
+    private func resumed() {
+        if self.cancelled {
+            self.finishCancelIfIdle()
+            return
+        }
+        if !self.registered {
+            self.registered = true
+            let registration = self.handlers.withLock { $0.registration }
+            if let registration {
+                // Before any event: queued first, and events wait for it as for another call
+                // (what `register` finds already merged included).
+                self.handlerRunning = true
+                self.core?.deliver(on: self.queue) {
+                    registration()
+                    self.handlerReturned()
+                }
+            }
+            self.register()
+            if registration != nil { return }
+        }
+        self.armReadinessIfNeeded()
+        self.deliverIfReady()
+    }
+
+    /// Arms what the kind needs, on first resume.
+    private func register() {
+        switch self.kind {
+        case .timer:
+            if let pending = self.pendingSchedule {
+                self.pendingSchedule = nil
+                self.armTimer(delay: pending.delay, interval: pending.interval)
+            }
+        case .signal(let signal):
+            self.signalSlot = _SignalRouter.register(signal)
+            self.armSignalRead()
+        case .readable, .writable, .processExit:
+            break  // armed by armReadinessIfNeeded, whenever the source is ready for an event
+        case .add, .or:
+            self.takeCustom()
+        }
+    }
+
+    // Timer
+
+    private var pendingSchedule: (delay: Duration, interval: Duration?)?
+
+    private func armTimer(delay: Duration, interval: Duration?) {
+        guard !self.cancelled else { return }
+        guard self.registered else {
+            self.pendingSchedule = (delay, interval)
+            return
+        }
+        // A new schedule replaces the old one: cancel what is armed, ignore its completions.
+        for userData in self.armedTimers { self.submit(.cancel(userData: userData), tag: Tag.ignore) }
+        self.armedTimers.removeAll()
+        self.timerGeneration &+= 1
+        self.pending = 0
+        self.hasEvent = false
+        self.timerInterval = interval
+        guard case .timer(let clock) = self.kind, self.core != nil else { return }
+        let spec: _KernelTimespec
+        let request: RingRequest
+        if clock == .wallClock {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let (seconds, attoseconds) = delay.components
+            var nanoseconds = Int64(now.tv_nsec) + attoseconds / 1_000_000_000
+            var totalSeconds = Int64(now.tv_sec) + seconds
+            totalSeconds += nanoseconds / 1_000_000_000
+            nanoseconds %= 1_000_000_000
+            spec = _KernelTimespec(seconds: totalSeconds, nanoseconds: nanoseconds)
+            request = .timeoutAt(spec: spec, realtime: true)
+        } else if let interval, interval == delay {
+            spec = _KernelTimespec(nanoseconds: Self.nanoseconds(interval))
+            self.intervalSpec = spec
+            self.armedTimers.append(
+                self.submit(.timeout(spec: spec, repeating: true), tag: self.timerTag(Tag.timerRepeat))
+            )
+            return
+        } else {
+            spec = _KernelTimespec(nanoseconds: max(Self.nanoseconds(delay), 1))
+            request = .timeout(spec: spec, repeating: false)
+        }
+        self.timerSpec = spec
+        self.armedTimers.append(self.submit(request, tag: self.timerTag(Tag.timerFirst)))
+    }
+
+    /// Timer tags carry the schedule's generation, so completions of a replaced schedule are
+    /// told apart.
+    private func timerTag(_ tag: UInt64) -> UInt64 { tag | (self.timerGeneration << 8) }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        if seconds >= Int64.max / 1_000_000_000 { return Int64.max }
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    private func timerFired(tag: UInt64) {
+        self.pending &+= 1
+        self.hasEvent = true
+        if tag == Tag.timerFirst, let interval = self.timerInterval, !self.cancelled {
+            let spec = _KernelTimespec(nanoseconds: Self.nanoseconds(interval))
+            self.intervalSpec = spec
+            self.armedTimers.append(
+                self.submit(.timeout(spec: spec, repeating: true), tag: self.timerTag(Tag.timerRepeat))
+            )
+        }
+        self.deliverIfReady()
+    }
+
+    // Signals
+
+    private func armSignalRead() {
+        guard let slot = self.signalSlot, !self.cancelled else { return }
+        let buffer = UnsafeMutableRawBufferPointer(start: self.signalBuffer, count: 8)
+        self.armedOperation = self.submit(.read(fd: slot.eventFD, buffer: buffer, offset: -1), tag: Tag.signalRead)
+    }
+
+    // Readiness and process exit
+
+    /// Level-triggered readiness: one poll at a time, armed only when an event could be
+    /// delivered (resumed, no call in flight), so a handler that leaves data behind is called
+    /// again and a suspended source costs nothing.
+    private func armReadinessIfNeeded() {
+        guard !self.cancelled, !self.pollArmed, !self.handlerRunning, !self.isSuspended, !self.hasEvent else {
+            return
+        }
+        let request: RingRequest
+        switch self.kind {
+        case .readable(let fd): request = .poll(fd: fd, events: UInt32(POLLIN))
+        case .writable(let fd): request = .poll(fd: fd, events: UInt32(POLLOUT))
+        case .processExit(let pidfd):
+            guard !self.exitReported else { return }  // it exits once
+            request = .poll(fd: pidfd, events: UInt32(POLLIN))
+        default: return
+        }
+        self.pollArmed = true
+        self.armedOperation = self.submit(request, tag: Tag.poll)
+    }
+
+    private func pollCompleted(result: Int32) {
+        self.pollArmed = false
+        guard !self.cancelled else { return }
+        guard result >= 0 else {
+            if result != -ECANCELED { self.hasEvent = true }  // EBADF…: tell the handler; it will look
+            self.deliverIfReady()
+            return
+        }
+        switch self.kind {
+        case .readable(let fd):
+            var available: CInt = 0
+            self.pending = ioctl(fd, UInt(FIONREAD), &available) == 0 ? UInt(max(available, 0)) : 1
+        case .writable(let fd):
+            self.pending = Self.writableEstimate(fd)
+        case .processExit:
+            self.pending = IOSource.processExited
+            self.exitReported = true
+        default:
+            break
+        }
+        self.hasEvent = true
+        self.deliverIfReady()
+    }
+
+    /// Free space in the socket's send buffer, or 1 when the descriptor cannot tell.
+    private static func writableEstimate(_ fd: CInt) -> UInt {
+        var size: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        var queued: CInt = 0
+        guard getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length) == 0,
+            ioctl(fd, UInt(TIOCOUTQ), &queued) == 0
+        else { return 1 }
+        return UInt(max(size - queued, 1))
+    }
+
+    // Custom
+
+    private func takeCustom() {
+        self.customScheduled.store(false, ordering: .sequentiallyConsistent)
+        let value = self.customPending.exchange(0, ordering: .acquiringAndReleasing)
+        guard value != 0, !self.cancelled else { return }
+        if case .or = self.kind { self.pending |= value } else { self.pending &+= value }
+        self.hasEvent = true
+        self.deliverIfReady()
+    }
+
+    // Delivering
+
+    private func deliverIfReady() {
+        guard self.hasEvent, !self.handlerRunning, !self.cancelled, self.registered, !self.isSuspended,
+            let core = self.core
+        else { return }
+        let data = self.pending
+        self.pending = 0
+        self.hasEvent = false
+        self.handlerRunning = true
+        core.deliver(on: self.queue) {
+            self.currentData.store(data, ordering: .releasing)
+            if let handler = self.handlers.withLock({ $0.event }) { handler() }
+            self.handlerReturned()
+        }
+    }
+
+    /// On the queue, after an event (or the registration) handler returned.
+    private func handlerReturned() {
+        self.perform { source in
+            source.handlerRunning = false
+            if source.cancelled {
+                source.finishCancelIfIdle()
+            } else {
+                source.armReadinessIfNeeded()
+                source.deliverIfReady()
+            }
+        }
+    }
+
+    // Cancelling
+
+    private func cancelOnRing() {
+        guard !self.cancelled else { return }
+        self.cancelled = true
+        for userData in self.armedTimers { self.submit(.cancel(userData: userData), tag: Tag.ignore) }
+        self.armedTimers.removeAll()
+        if let armed = self.armedOperation {
+            self.submit(.cancel(userData: armed), tag: Tag.ignore)
+            self.armedOperation = nil
+        }
+        if let slot = self.signalSlot {
+            _SignalRouter.unregister(slot)
+            self.signalSlot = nil
+        }
+        self.finishCancelIfIdle()
+    }
+
+    /// The cancel handler, once: after the last event handler returned and, as dispatch, once
+    /// the source is resumed.
+    private func finishCancelIfIdle() {
+        guard self.cancelled, !self.cancelDelivered, !self.handlerRunning, !self.isSuspended,
+            let core = self.core
+        else { return }
+        self.cancelDelivered = true
+        // Drop the handlers (and what they capture) once they can no longer run.
+        let cancel = self.handlers.withLock { handlers in
+            let cancel = handlers.cancel
+            handlers = Handlers()
+            return cancel
+        }
+        if let cancel { core.deliver(on: self.queue, cancel) }
+    }
+
+    // MARK: Ring operations
+
+    @discardableResult
+    private func submit(_ request: RingRequest, tag: UInt64) -> UInt64 {
+        self.inFlight += 1
+        return self.core!.submit(request, target: self, context: tag)
+    }
+
+    func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        if !flags.hasMore { self.inFlight -= 1 }
+        let tag = context & 0xff
+        switch tag {
+        case Tag.timerFirst, Tag.timerRepeat:
+            guard context >> 8 == self.timerGeneration, !self.cancelled, result == -ETIME else { return }
+            self.timerFired(tag: tag)
+        case Tag.poll:
+            self.armedOperation = nil
+            self.pollCompleted(result: result)
+        case Tag.signalRead:
+            self.armedOperation = nil
+            guard !self.cancelled else { return }
+            if result == 8 {
+                self.pending &+= UInt(self.signalBuffer.pointee)
+                self.hasEvent = true
+                self.deliverIfReady()
+            }
+            if result != -ECANCELED { self.armSignalRead() }
+        default:
+            break
+        }
+    }
+}

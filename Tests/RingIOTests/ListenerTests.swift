@@ -1,0 +1,671 @@
+//===----------------------------------------------------------------------===//
+// RingIO — IOListener: accepting on IPv4, IPv6 and dual stack, socket options on accepted
+// descriptors, the connection cap, EMFILE without spinning, SO_REUSEPORT across rings, errors
+// and close.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import RingIO
+import Synchronization
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Support
+
+/// Records a listener's events, and what breaks the handler rules: overlapping calls, calls
+/// off the expected queue. Accepted descriptors are the test's to close (`closeAll()`).
+final class ListenerLog: Sendable {
+    private struct State {
+        var accepted: [CInt] = []
+        var failures: [Errno] = []
+        var problems: [String] = []
+        var inside = false
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let onQueue: (@Sendable () -> Bool)?
+    private let onAccept: (@Sendable (CInt) -> Void)?
+
+    init(onQueue: (@Sendable () -> Bool)? = nil, onAccept: (@Sendable (CInt) -> Void)? = nil) {
+        self.onQueue = onQueue
+        self.onAccept = onAccept
+    }
+
+    var handler: @Sendable (IOListener.Event) -> Void {
+        { event in self.record(event) }
+    }
+
+    private func record(_ event: IOListener.Event) {
+        let wrongQueue = self.onQueue.map { !$0() } ?? false
+        self.state.withLock { state in
+            if state.inside { state.problems.append("overlapping handler calls: \(event)") }
+            if wrongQueue { state.problems.append("handler ran off the listener's queue: \(event)") }
+            state.inside = true
+            switch event {
+            case .accepted(let fd):
+                if state.closed {
+                    // Too late for the test to close it: do it here.
+                    close(fd)
+                } else {
+                    state.accepted.append(fd)
+                }
+            case .failed(let error):
+                state.failures.append(error)
+            }
+        }
+        usleep(100)
+        if case .accepted(let fd) = event { self.onAccept?(fd) }
+        self.state.withLock { $0.inside = false }
+    }
+
+    var accepted: [CInt] { self.state.withLock { $0.accepted } }
+    var failures: [Errno] { self.state.withLock { $0.failures } }
+    var problems: [String] { self.state.withLock { $0.problems } }
+
+    func waitForAccepted(_ count: Int, seconds: Double = 10) -> Bool {
+        eventually(seconds: seconds) { self.accepted.count >= count }
+    }
+
+    func waitForFailure(_ error: Errno, seconds: Double = 5) -> Bool {
+        eventually(seconds: seconds) { self.failures.contains(error) }
+    }
+
+    /// Closes every descriptor accepted so far, and any accepted later.
+    func closeAll() {
+        let accepted = self.state.withLock { state in
+            state.closed = true
+            return state.accepted
+        }
+        for fd in accepted { close(fd) }
+    }
+
+    func expectWellFormed(sourceLocation: SourceLocation = #_sourceLocation) {
+        let problems = self.problems
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+    }
+}
+
+extension ChannelContext {
+    /// A recorder that checks the listener's handler runs on `queue`.
+    func listenerLog(onAccept: (@Sendable (CInt) -> Void)? = nil) -> ListenerLog {
+        ListenerLog(onQueue: { self.isOnQueue }, onAccept: onAccept)
+    }
+
+    /// A listener with its handler on `queue`: the context's ring for a dispatch queue, the ring
+    /// itself otherwise.
+    func listener(
+        host: String,
+        port: UInt16 = 0,
+        options: IOListener.Options = IOListener.Options(),
+        log: ListenerLog
+    ) throws(Errno) -> IOListener {
+        switch self.kind {
+        case .dispatch:
+            try IOListener(
+                host: host,
+                port: port,
+                options: options,
+                ring: self.ring,
+                queue: self.dispatchQueue,
+                handler: log.handler
+            )
+        case .ring:
+            try IOListener(host: host, port: port, options: options, queue: self.ring, handler: log.handler)
+        }
+    }
+}
+
+/// Whether a socket can bind the IPv6 loopback address here.
+let ipv6LoopbackIsAvailable: Bool = {
+    let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in6()
+    address.sin6_family = sa_family_t(AF_INET6)
+    guard inet_pton(AF_INET6, "::1", &address.sin6_addr) == 1 else { return false }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+        }
+    }
+}()
+
+/// A TCP socket for `host` ("127.0.0.1" or "::1"), close-on-exec; -1 on error.
+func clientSocket(_ host: String) -> CInt {
+    socket(host.contains(":") ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+}
+
+/// A blocking TCP connection to `host` ("127.0.0.1" or "::1") and `port`, close-on-exec,
+/// over `existing` (from ``clientSocket(_:)``) or a new socket. Closes the socket on failure.
+func connectClient(_ host: String, _ port: UInt16, socket existing: CInt? = nil) -> Result<CInt, Errno> {
+    let family = host.contains(":") ? AF_INET6 : AF_INET
+    let fd = existing ?? clientSocket(host)
+    guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
+    var connected: CInt
+    if family == AF_INET6 {
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = port.bigEndian
+        _ = inet_pton(AF_INET6, host, &address.sin6_addr)
+        connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
+        }
+    } else {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr(host)
+        connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+    }
+    guard connected == 0 else {
+        let error = Errno(rawValue: errno)
+        close(fd)
+        return .failure(error)
+    }
+    // Every read in these tests is bounded.
+    setReceiveTimeout(fd, seconds: 5)
+    return .success(fd)
+}
+
+/// Makes blocking reads on `fd` give up after `seconds`.
+func setReceiveTimeout(_ fd: CInt, seconds: Int) {
+    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+}
+
+/// The port of a socket's own address (`peer: false`) or of its peer's; 0 on error.
+func socketPort(_ fd: CInt, peer: Bool = false) -> UInt16 {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let result = withUnsafeMutablePointer(to: &storage) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)
+        }
+    }
+    guard result == 0 else { return 0 }
+    // sin_port and sin6_port are at the same offset.
+    return withUnsafePointer(to: &storage) {
+        $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+    }
+}
+
+/// An integer socket option of `fd`, or nil on error.
+func socketOption(_ fd: CInt, _ level: CInt, _ name: CInt) -> CInt? {
+    var value: CInt = -1
+    var length = socklen_t(MemoryLayout<CInt>.size)
+    return getsockopt(fd, level, name, &value, &length) == 0 ? value : nil
+}
+
+/// How many TCP sockets listen on `port` (IPv4 and IPv6), from /proc/net/tcp and tcp6.
+func listeningSocketCount(port: UInt16) -> Int {
+    let portField = String(port, radix: 16, uppercase: true)
+    let padded = String(repeating: "0", count: 4 - portField.count) + portField
+    var count = 0
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        guard let contents = contentsOfFile(table) else { continue }
+        for line in String(decoding: contents, as: UTF8.self).split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 3 else { continue }
+            // local_address is ADDRESS:PORT in hex; st 0A is LISTEN.
+            if fields[1].hasSuffix(":\(padded)") && fields[3] == "0A" { count += 1 }
+        }
+    }
+    return count
+}
+
+/// The highest descriptor number open in this process.
+func highestOpenDescriptor() -> CInt {
+    guard let directory = opendir("/proc/self/fd") else { return -1 }
+    defer { closedir(directory) }
+    var highest: CInt = -1
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if let fd = CInt(name) { highest = max(highest, fd) }
+    }
+    return highest
+}
+
+/// Connects `count` clients, each expected to succeed; they are the caller's to close.
+func connectClients(_ count: Int, _ host: String, _ port: UInt16) throws -> [CInt] {
+    var clients: [CInt] = []
+    for _ in 0..<count {
+        switch connectClient(host, port) {
+        case .success(let fd): clients.append(fd)
+        case .failure(let error):
+            for fd in clients { close(fd) }
+            Issue.record("connect to \(host):\(port) failed: \(error)")
+            throw error
+        }
+    }
+    return clients
+}
+
+// MARK: - Accepting
+
+@Suite("IOListener: accepting", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct ListenerAcceptTests {
+    @Test("accepts 200 connections on 127.0.0.1, port 0", arguments: QueueKind.allCases)
+    func accepts200OnIPv4(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        let listener = try context.listener(host: "127.0.0.1", log: log)
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        let port = listener.port
+        #expect(port != 0)
+        #expect(listener.localAddresses == ["127.0.0.1:\(port)"])
+        let clients = try connectClients(200, "127.0.0.1", port)
+        defer { for fd in clients { close(fd) } }
+        #expect(log.waitForAccepted(200))
+        settle()
+        let accepted = log.accepted
+        #expect(accepted.count == 200)
+        // Each accepted descriptor is the server end of one of the clients.
+        #expect(Set(accepted.map { socketPort($0, peer: true) }) == Set(clients.map { socketPort($0) }))
+        let inheritable = accepted.filter { fcntl($0, F_GETFD) & FD_CLOEXEC == 0 }
+        #expect(inheritable.isEmpty, "accepted descriptors without close-on-exec: \(inheritable.count)")
+        let nonBlocking = accepted.filter { fcntl($0, F_GETFL) & O_NONBLOCK != 0 }
+        #expect(nonBlocking.isEmpty, "accepted descriptors made non-blocking: \(nonBlocking.count)")
+        #expect(log.failures.isEmpty)
+        log.expectWellFormed()
+    }
+
+    @Test(
+        "accepts connections on ::1",
+        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here"),
+        arguments: QueueKind.allCases
+    )
+    func acceptsOnIPv6(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        let listener = try context.listener(host: "::1", log: log)
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        let port = listener.port
+        #expect(port != 0)
+        let addresses = listener.localAddresses
+        #expect(addresses.count == 1 && addresses.allSatisfy { $0.contains("::1") && $0.hasSuffix(":\(port)") })
+        let clients = try connectClients(50, "::1", port)
+        defer { for fd in clients { close(fd) } }
+        #expect(log.waitForAccepted(50))
+        settle()
+        #expect(log.accepted.count == 50)
+        #expect(Set(log.accepted.map { socketPort($0, peer: true) }) == Set(clients.map { socketPort($0) }))
+        log.expectWellFormed()
+    }
+
+    @Test("\"::\" is dual stack: it accepts IPv4 clients too", arguments: QueueKind.allCases)
+    func dualStack(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        let listener = try context.listener(host: "::", log: log)
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        let port = listener.port
+        #expect(port != 0)
+        #expect(listener.localAddresses.allSatisfy { $0.hasSuffix(":\(port)") }, "\(listener.localAddresses)")
+        var clients = try connectClients(10, "127.0.0.1", port)
+        if ipv6LoopbackIsAvailable { clients += try connectClients(10, "::1", port) }
+        defer { for fd in clients { close(fd) } }
+        #expect(log.waitForAccepted(clients.count))
+        settle()
+        #expect(log.accepted.count == clients.count)
+        log.expectWellFormed()
+    }
+
+    @Test("\"localhost\" accepts clients of 127.0.0.1")
+    func localhost() throws {
+        let context = try ChannelContext(.ring)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        let listener = try context.listener(host: "localhost", log: log)
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        let port = listener.port
+        let addresses = listener.localAddresses
+        #expect(!addresses.isEmpty && addresses.allSatisfy { $0.hasSuffix(":\(port)") }, "\(addresses)")
+        let clients = try connectClients(5, "127.0.0.1", port)
+        defer { for fd in clients { close(fd) } }
+        #expect(log.waitForAccepted(5))
+        log.expectWellFormed()
+    }
+
+    @Test("data goes both ways over accepted descriptors", arguments: QueueKind.allCases)
+    func roundTrip(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        let listener = try context.listener(host: "127.0.0.1", log: log)
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        let clients = try connectClients(10, "127.0.0.1", listener.port)
+        defer { for fd in clients { close(fd) } }
+        try #require(log.waitForAccepted(10))
+        let servers = Dictionary(uniqueKeysWithValues: log.accepted.map { (socketPort($0, peer: true), $0) })
+        for (index, client) in clients.enumerated() {
+            let server = try #require(servers[socketPort(client)], "client \(index) was not accepted")
+            setReceiveTimeout(server, seconds: 5)
+            let request = patternBytes(1_000 + index, seed: index)
+            writeAll(client, request)
+            expectSameBytes(readExactly(server, request.count), request, "request \(index)")
+            let reply = patternBytes(5_000 + index, seed: index + 100)
+            writeAll(server, reply)
+            expectSameBytes(readExactly(client, reply.count), reply, "reply \(index)")
+        }
+        log.expectWellFormed()
+    }
+
+    @Test("an accepted descriptor serves an IOChannel: echo, then end of stream", arguments: QueueKind.allCases)
+    func channelEcho(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let channels = Mutex<[IOChannel]>([])
+        let cleanups = Counter()
+        // The documented use: wrap the descriptor in a channel that closes it at the end.
+        let log = context.listenerLog { fd in
+            let channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: context.ring) { _ in
+                close(fd)
+                cleanups.increment()
+            }
+            channels.withLock { $0.append(channel) }
+            channel.read(offset: 0, length: .max, queue: context.ring) { done, data, _ in
+                if let data, !data.isEmpty {
+                    channel.write(offset: 0, data: data, queue: context.ring) { _, _, _ in }
+                }
+                if done { channel.close() }
+            }
+        }
+        let listener = try context.listener(host: "127.0.0.1", log: log)
+        defer { listener.close() }
+        let client = try connectClient("127.0.0.1", listener.port).get()
+        defer { close(client) }
+        let sent = patternBytes(65_536, seed: 9)
+        writeAll(client, sent)
+        expectSameBytes(readExactly(client, sent.count), sent, "echo")
+        shutdown(client, CInt(SHUT_WR))
+        var byte: UInt8 = 0
+        #expect(read(client, &byte, 1) == 0, "no end of stream after the server's channel closed")
+        #expect(eventually { cleanups.count == 1 })
+        log.expectWellFormed()
+    }
+}
+
+// MARK: - Options
+
+@Suite("IOListener: options", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct ListenerOptionTests {
+    @Test("the default options")
+    func defaults() {
+        let options = IOListener.Options()
+        #expect(options.backlog == 511)
+        #expect(!options.reusePort)
+        #expect(options.noDelay)
+        #expect(!options.keepAlive)
+        #expect(options.maxConnections == .max)
+    }
+
+    @Test(
+        "TCP_NODELAY and SO_KEEPALIVE are set on accepted sockets as the options say",
+        arguments: [(true, false), (false, true), (true, true)]
+    )
+    func socketOptions(noDelay: Bool, keepAlive: Bool) throws {
+        let context = try ChannelContext(.ring)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        var options = IOListener.Options()
+        options.noDelay = noDelay
+        options.keepAlive = keepAlive
+        let listener = try context.listener(host: "127.0.0.1", options: options, log: log)
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        let clients = try connectClients(3, "127.0.0.1", listener.port)
+        defer { for fd in clients { close(fd) } }
+        try #require(log.waitForAccepted(3))
+        for fd in log.accepted {
+            #expect(socketOption(fd, CInt(IPPROTO_TCP), TCP_NODELAY).map { $0 != 0 } == noDelay, "TCP_NODELAY")
+            #expect(socketOption(fd, SOL_SOCKET, SO_KEEPALIVE).map { $0 != 0 } == keepAlive, "SO_KEEPALIVE")
+        }
+        log.expectWellFormed()
+    }
+
+    @Test("maxConnections: accepting pauses at the cap until connectionClosed()", arguments: QueueKind.allCases)
+    func maxConnections(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        var options = IOListener.Options()
+        options.maxConnections = 3
+        let listener = try context.listener(host: "127.0.0.1", options: options, log: log)
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        // All five complete the handshake (the backlog holds them); three are handed out.
+        let clients = try connectClients(5, "127.0.0.1", listener.port)
+        defer { for fd in clients { close(fd) } }
+        try #require(log.waitForAccepted(3))
+        settle(200)
+        #expect(log.accepted.count == 3, "accepted past the cap of 3")
+        listener.connectionClosed()
+        #expect(log.waitForAccepted(4), "not resumed after connectionClosed()")
+        settle(200)
+        #expect(log.accepted.count == 4, "accepted past the cap after one connectionClosed()")
+        listener.connectionClosed()
+        #expect(log.waitForAccepted(5))
+        settle()
+        #expect(log.accepted.count == 5)
+        #expect(Set(log.accepted.map { socketPort($0, peer: true) }) == Set(clients.map { socketPort($0) }))
+        log.expectWellFormed()
+    }
+
+    @Test("SO_REUSEPORT with a group of two rings: one socket per ring; every connection is accepted")
+    func reusePortGroup() throws {
+        let group = try RingLoopGroup(count: 2, entries: 64)
+        defer { group.shutdown() }
+        let queue = DispatchQueue(label: "listener-reuseport")
+        let log = ListenerLog()
+        var options = IOListener.Options()
+        options.reusePort = true
+        let listener = try IOListener(
+            host: "127.0.0.1",
+            port: 0,
+            options: options,
+            group: group,
+            queue: queue,
+            handler: log.handler
+        )
+        defer {
+            listener.close()
+            log.closeAll()
+        }
+        let port = listener.port
+        #expect(listeningSocketCount(port: port) == 2, "listening sockets on the port")
+        // The kernel spreads connections over the sockets by their addresses: with a hundred,
+        // a socket whose ring does not accept leaves about half of them waiting.
+        let clients = try connectClients(100, "127.0.0.1", port)
+        defer { for fd in clients { close(fd) } }
+        #expect(log.waitForAccepted(100), "accepted \(log.accepted.count) of 100")
+        settle()
+        #expect(log.accepted.count == 100)
+        log.expectWellFormed()
+    }
+
+    @Test("with reusePort, a second listener binds the same port")
+    func reusePortTwice() throws {
+        let context = try ChannelContext(.ring)
+        defer { context.shutdown() }
+        var options = IOListener.Options()
+        options.reusePort = true
+        let firstLog = context.listenerLog()
+        let first = try context.listener(host: "127.0.0.1", options: options, log: firstLog)
+        defer {
+            first.close()
+            firstLog.closeAll()
+        }
+        let secondLog = context.listenerLog()
+        let second = try context.listener(host: "127.0.0.1", port: first.port, options: options, log: secondLog)
+        defer {
+            second.close()
+            secondLog.closeAll()
+        }
+        #expect(second.port == first.port)
+        let clients = try connectClients(40, "127.0.0.1", first.port)
+        defer { for fd in clients { close(fd) } }
+        #expect(eventually { firstLog.accepted.count + secondLog.accepted.count == 40 })
+    }
+}
+
+// MARK: - Errors and close
+
+/// At EMFILE the listener reports `.failed(EMFILE)`, backs off instead of spinning, and accepts
+/// again once descriptors are free.
+private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
+    // Lower the limit first: an accept takes RLIMIT_NOFILE when it is prepared, and a multishot
+    // accept armed before a change keeps the old limit.
+    var limit = rlimit()
+    try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "getrlimit: \(errno)")
+    var saved = limit
+    limit.rlim_cur = rlim_t(highestOpenDescriptor() + 64)
+    try #require(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "setrlimit: \(errno)")
+    defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+
+    let context = try ChannelContext(queue)
+    defer { context.shutdown() }
+    let log = context.listenerLog()
+    let listener = try context.listener(host: "127.0.0.1", log: log)
+    defer {
+        listener.close()
+        log.closeAll()
+    }
+    let port = listener.port
+    var clients = try connectClients(1, "127.0.0.1", port)
+    defer { for fd in clients { close(fd) } }
+    try #require(log.waitForAccepted(1), "the first connection was not accepted")
+
+    // Take every descriptor left.
+    var placeholders: [CInt] = []
+    defer { for fd in placeholders { close(fd) } }
+    while placeholders.count < 1_000 {
+        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { break }
+        placeholders.append(fd)
+    }
+    try #require(open("/dev/null", O_RDONLY | O_CLOEXEC) == -1 && errno == EMFILE, "descriptors left after filling")
+
+    // Two clients take the descriptors two placeholders free, before they connect (a pending
+    // connection would let the listener take them): accept has none left.
+    close(placeholders.removeLast())
+    close(placeholders.removeLast())
+    let sockets = [clientSocket("127.0.0.1"), clientSocket("127.0.0.1")]
+    try #require(sockets.allSatisfy { $0 >= 0 }, "client sockets: \(sockets)")
+    for fd in sockets { clients.append(try connectClient("127.0.0.1", port, socket: fd).get()) }
+    try #require(log.waitForFailure(.tooManyOpenFiles), "no .failed(EMFILE); failures: \(log.failures)")
+
+    // A second at EMFILE: the listener backs off rather than spinning.
+    let failuresBefore = log.failures.count
+    let cpuBefore = processCPUTime()
+    settle(1_000)
+    let cpu = processCPUTime() - cpuBefore
+    let failures = log.failures.count - failuresBefore
+    #expect(cpu < .milliseconds(500), "CPU time in one second at EMFILE: \(cpu) (\(failures) failures reported)")
+    #expect(failures < 1_000, "failures reported in one second at EMFILE: \(failures)")
+    #expect(log.failures.allSatisfy { $0 == .tooManyOpenFiles }, "\(Set(log.failures.map(\.rawValue)))")
+
+    // Room again: the listener accepts again, a newcomer included.
+    for _ in 0..<8 { close(placeholders.removeLast()) }
+    clients += try connectClients(1, "127.0.0.1", port)
+    let newcomer = socketPort(clients[clients.count - 1])
+    #expect(
+        eventually { log.accepted.contains { socketPort($0, peer: true) == newcomer } },
+        "not accepted once descriptors were free; accepted \(log.accepted.count)"
+    )
+    #expect(log.accepted.count <= 4, "accepted \(log.accepted.count) of 4 connections")
+    log.expectWellFormed()
+}
+
+@Suite("IOListener: errors and close", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct ListenerErrorTests {
+    @Test(
+        "EMFILE: .failed(EMFILE) is reported, the listener backs off without spinning and accepts again (child process)",
+        arguments: QueueKind.allCases
+    )
+    func descriptorLimit(_ queue: QueueKind) async {
+        await #expect(processExitsWith: .success) { [queue] in try acceptAtDescriptorLimit(queue) }
+    }
+
+    @Test("EADDRINUSE when the port is taken and reusePort is off")
+    func addressInUse() throws {
+        let context = try ChannelContext(.ring)
+        defer { context.shutdown() }
+        let (taken, address) = try makeListener()
+        defer { close(taken) }
+        let log = context.listenerLog()
+        #expect(throws: Errno.addressInUse) {
+            _ = try context.listener(host: "127.0.0.1", port: UInt16(bigEndian: address.sin_port), log: log)
+        }
+        let first = try context.listener(host: "127.0.0.1", log: log)
+        defer { first.close() }
+        #expect(throws: Errno.addressInUse) {
+            _ = try context.listener(host: "127.0.0.1", port: first.port, log: log)
+        }
+        log.closeAll()
+    }
+
+    @Test(
+        "close() stops accepting: connect then gets ECONNREFUSED; close() again changes nothing",
+        arguments: QueueKind.allCases
+    )
+    func closeStopsAccepting(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let log = context.listenerLog()
+        let listener = try context.listener(host: "127.0.0.1", log: log)
+        defer { log.closeAll() }
+        let port = listener.port
+        let clients = try connectClients(3, "127.0.0.1", port)
+        defer { for fd in clients { close(fd) } }
+        try #require(log.waitForAccepted(3))
+        listener.close()
+        listener.close()
+        var outcome: Result<CInt, Errno> = .success(-1)
+        let refused = eventually(seconds: 5) {
+            outcome = connectClient("127.0.0.1", port)
+            if case .success(let fd) = outcome { close(fd) }
+            return outcome == .failure(.connectionRefused)
+        }
+        #expect(refused, "connect after close(): \(outcome)")
+        #expect(listeningSocketCount(port: port) == 0)
+        listener.close()
+        settle()
+        #expect(log.failures.isEmpty)
+        log.expectWellFormed()
+    }
+}

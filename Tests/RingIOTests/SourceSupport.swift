@@ -1,0 +1,365 @@
+//===----------------------------------------------------------------------===//
+// RingIO — event source test support: sources on a test's queue, a recorder of handler calls
+// that checks the source rules, threads, signals and child processes.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import RingIO
+import Synchronization
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Sources on a test's queue
+
+extension ChannelContext {
+    /// The ring a source is given: the context's own with a dispatch queue; none on the ring,
+    /// which then drives the source itself.
+    var sourceRing: RingLoop? {
+        switch self.kind {
+        case .dispatch: self.ring
+        case .ring: nil
+        }
+    }
+
+    func timer(clock: IOSource.Clock = .monotonic) -> IOSource {
+        IOSource.timer(clock: clock, queue: self.queue, ring: self.sourceRing)
+    }
+
+    func signalSource(_ signal: CInt) -> IOSource {
+        IOSource.signal(signal, queue: self.queue, ring: self.sourceRing)
+    }
+
+    func readable(_ fd: CInt) -> IOSource {
+        IOSource.readable(fileDescriptor: fd, queue: self.queue, ring: self.sourceRing)
+    }
+
+    func writable(_ fd: CInt) -> IOSource {
+        IOSource.writable(fileDescriptor: fd, queue: self.queue, ring: self.sourceRing)
+    }
+
+    func processExit(_ pid: pid_t) throws(Errno) -> IOSource {
+        try IOSource.processExit(pid: pid, queue: self.queue, ring: self.sourceRing)
+    }
+
+    func dataAdd() -> IOSource {
+        IOSource.dataAdd(queue: self.queue, ring: self.sourceRing)
+    }
+
+    func dataOr() -> IOSource {
+        IOSource.dataOr(queue: self.queue, ring: self.sourceRing)
+    }
+
+    /// A recorder that checks its handlers run on `queue`.
+    func sourceLog(holdMicroseconds: UInt32 = 200, onEvent: (@Sendable (UInt) -> Void)? = nil) -> SourceLog {
+        SourceLog(onQueue: { self.isOnQueue }, holdMicroseconds: holdMicroseconds, onEvent: onEvent)
+    }
+}
+
+// MARK: - Recording handler calls
+
+/// Records the calls of a source's event, cancel and registration handlers, and what breaks
+/// the source rules: overlapping event handlers, an event after the cancel handler, a cancel
+/// handler while an event handler runs or more than once, a registration handler after an
+/// event or more than once, a handler off the expected queue, a handler run inside the call
+/// that caused it.
+final class SourceLog: Sendable {
+    /// One call of the event handler.
+    struct Event: Sendable, CustomStringConvertible {
+        /// `data` as read inside the handler.
+        var data: UInt
+        var started: ContinuousClock.Instant
+        /// CLOCK_REALTIME when the handler started.
+        var wallClock: Duration
+        var ended: ContinuousClock.Instant?
+
+        var description: String { "\(self.data)" }
+    }
+
+    private struct State {
+        var events: [Event] = []
+        var registrations: [ContinuousClock.Instant] = []
+        var cancellations: [ContinuousClock.Instant] = []
+        var problems: [String] = []
+        var inside = false
+        var submitter: pthread_t?
+    }
+
+    private let state = Mutex(State())
+    private let onQueue: (@Sendable () -> Bool)?
+    private let holdMicroseconds: UInt32
+    private let onEvent: (@Sendable (UInt) -> Void)?
+
+    /// - Parameters:
+    ///   - onQueue: Whether a handler runs where it should; nil skips the check.
+    ///   - holdMicroseconds: How long each event handler lasts: long enough for an overlapping
+    ///     call to show up.
+    ///   - onEvent: Runs inside the event handler, after the event is recorded, with its data.
+    init(
+        onQueue: (@Sendable () -> Bool)? = nil,
+        holdMicroseconds: UInt32 = 200,
+        onEvent: (@Sendable (UInt) -> Void)? = nil
+    ) {
+        self.onQueue = onQueue
+        self.holdMicroseconds = holdMicroseconds
+        self.onEvent = onEvent
+    }
+
+    /// Installs the event, cancel and registration handlers on `source`.
+    func attach(to source: IOSource) {
+        source.setRegistrationHandler { self.registered() }
+        // Weak: the source keeps its handler, the test keeps the source.
+        source.setEventHandler { [weak source] in self.event(source) }
+        source.setCancelHandler { self.cancelled() }
+    }
+
+    /// Runs `body` (a call such as `merge` or `resume`) and notes the thread, so that a handler
+    /// called from inside it is caught.
+    func submitting(_ body: () -> Void) {
+        self.state.withLock { $0.submitter = pthread_self() }
+        body()
+        self.state.withLock { $0.submitter = nil }
+    }
+
+    private func checkCaller(_ what: String, _ state: inout State) {
+        if self.onQueue.map({ !$0() }) ?? false { state.problems.append("\(what) ran off the source's queue") }
+        if let submitter = state.submitter, pthread_equal(submitter, pthread_self()) != 0 {
+            state.problems.append("\(what) ran inside the call that caused it")
+        }
+    }
+
+    private func event(_ source: IOSource?) {
+        guard let source else {
+            self.state.withLock { $0.problems.append("event handler called after the source was released") }
+            return
+        }
+        let data = source.data
+        let started = ContinuousClock.now
+        let index = self.state.withLock { state in
+            self.checkCaller("event handler", &state)
+            if state.inside { state.problems.append("overlapping event handlers (data \(data))") }
+            if !state.cancellations.isEmpty { state.problems.append("event (data \(data)) after the cancel handler") }
+            state.inside = true
+            state.events.append(Event(data: data, started: started, wallClock: wallClockNow(), ended: nil))
+            return state.events.count - 1
+        }
+        usleep(self.holdMicroseconds)
+        self.onEvent?(data)
+        self.state.withLock { state in
+            state.inside = false
+            state.events[index].ended = .now
+        }
+    }
+
+    private func cancelled() {
+        self.state.withLock { state in
+            self.checkCaller("cancel handler", &state)
+            if state.inside { state.problems.append("cancel handler while an event handler runs") }
+            if !state.cancellations.isEmpty { state.problems.append("cancel handler called again") }
+            state.cancellations.append(.now)
+        }
+    }
+
+    private func registered() {
+        self.state.withLock { state in
+            self.checkCaller("registration handler", &state)
+            if !state.events.isEmpty { state.problems.append("registration handler after an event") }
+            if !state.cancellations.isEmpty { state.problems.append("registration handler after the cancel handler") }
+            if !state.registrations.isEmpty { state.problems.append("registration handler called again") }
+            state.registrations.append(.now)
+        }
+    }
+
+    // MARK: What was recorded
+
+    var events: [Event] { self.state.withLock { $0.events } }
+    /// The data of each event, in order.
+    var data: [UInt] { self.events.map(\.data) }
+    var count: Int { self.state.withLock { $0.events.count } }
+    /// The sum of all data delivered.
+    var total: UInt { self.state.withLock { $0.events.reduce(0) { $0 &+ $1.data } } }
+    /// The union of all data delivered.
+    var union: UInt { self.state.withLock { $0.events.reduce(0) { $0 | $1.data } } }
+    var registrations: [ContinuousClock.Instant] { self.state.withLock { $0.registrations } }
+    var cancellations: [ContinuousClock.Instant] { self.state.withLock { $0.cancellations } }
+    var problems: [String] { self.state.withLock { $0.problems } }
+
+    /// The events whose handler started after `instant`.
+    func events(after instant: ContinuousClock.Instant) -> [Event] {
+        self.events.filter { $0.started > instant }
+    }
+
+    // MARK: Waiting, bounded
+
+    func waitForEvents(_ count: Int, seconds: Double = 5) -> Bool {
+        eventually(seconds: seconds) { self.count >= count }
+    }
+
+    func waitForTotal(_ total: UInt, seconds: Double = 5) -> Bool {
+        eventually(seconds: seconds) { self.total >= total }
+    }
+
+    func waitForRegistration(seconds: Double = 5) -> Bool {
+        eventually(seconds: seconds) { !self.registrations.isEmpty }
+    }
+
+    func waitForCancel(seconds: Double = 5) -> Bool {
+        eventually(seconds: seconds) { !self.cancellations.isEmpty }
+    }
+
+    /// Waits for the cancel handler, then checks it ran exactly once and nothing broke the rules.
+    func expectCancelledOnce(sourceLocation: SourceLocation = #_sourceLocation) {
+        guard self.waitForCancel() else {
+            Issue.record(
+                "the cancel handler did not run within 5 s; events: \(self.data)",
+                sourceLocation: sourceLocation
+            )
+            return
+        }
+        // A second call would come soon after; give it a moment.
+        settle(20)
+        #expect(
+            self.cancellations.count == 1,
+            "cancel handler calls: \(self.cancellations.count)",
+            sourceLocation: sourceLocation
+        )
+        self.expectWellFormed(sourceLocation: sourceLocation)
+    }
+
+    /// Checks that no rule was broken so far.
+    func expectWellFormed(sourceLocation: SourceLocation = #_sourceLocation) {
+        let problems = self.problems
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Cancels `source` and waits (bounded) for its cancel handler: the end of every source test.
+func cancel(_ source: IOSource, _ log: SourceLog, sourceLocation: SourceLocation = #_sourceLocation) {
+    source.cancel()
+    log.expectCancelledOnce(sourceLocation: sourceLocation)
+}
+
+/// CLOCK_REALTIME, since the epoch.
+func wallClockNow() -> Duration {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+}
+
+/// The CPU time this process has used so far (all threads).
+func processCPUTime() -> Duration {
+    var now = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+    return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+}
+
+// MARK: - Threads
+
+/// Runs `body(index)` on `count` threads of their own, released together, and waits (bounded)
+/// for them all; false on time-out (the threads are then abandoned).
+func onThreads(_ count: Int, seconds: Double = 20, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
+    final class Work: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+    let ready = DispatchSemaphore(value: 0)
+    let go = Atomic<Bool>(false)
+    let done = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        let work = Work {
+            ready.signal()
+            while !go.load(ordering: .acquiring) { sched_yield() }
+            body(index)
+            done.signal()
+        }
+        var thread = pthread_t()
+        let started = pthread_create(
+            &thread,
+            nil,
+            { raw in
+                Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().run()
+                return nil
+            },
+            Unmanaged.passRetained(work).toOpaque()
+        )
+        precondition(started == 0, "pthread_create: \(started)")
+        pthread_detach(thread)
+    }
+    for _ in 0..<count where !wait(ready, seconds: seconds) { return false }
+    go.store(true, ordering: .releasing)
+    for _ in 0..<count where !wait(done, seconds: seconds) { return false }
+    return true
+}
+
+// MARK: - Signals
+
+/// Whether `signal` is pending for the process as a whole (the ShdPnd mask of /proc/self/status):
+/// sent and not yet taken by any thread.
+func isPendingForProcess(_ signal: CInt) -> Bool {
+    guard let status = contentsOfFile("/proc/self/status") else { return false }
+    let text = String(decoding: status, as: UTF8.self)
+    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ShdPnd:") }),
+        let mask = UInt64(line.dropFirst("ShdPnd:".count).trimmingPrefix(while: \.isWhitespace), radix: 16)
+    else { return false }
+    return mask & (1 << UInt64(signal - 1)) != 0
+}
+
+/// The handler and flags of `signal`'s disposition, as numbers (SIG_DFL is 0, SIG_IGN 1).
+func disposition(of signal: CInt) -> (handler: UInt, flags: Int32) {
+    var action = sigaction()
+    sigaction(signal, nil, &action)
+    return (unsafeBitCast(action.__sigaction_handler.sa_handler, to: UInt.self), action.sa_flags)
+}
+
+/// Sets `signal`'s disposition to `handler` (SA_RESTART), or to SIG_DFL (nil).
+func setDisposition(of signal: CInt, to handler: (@convention(c) (CInt) -> Void)?) {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = handler
+    action.sa_flags = SA_RESTART
+    sigemptyset(&action.sa_mask)
+    sigaction(signal, &action, nil)
+}
+
+// MARK: - Child processes
+
+/// Starts `arguments[0]` (an absolute path) with `arguments`, with descriptors inherited as
+/// they are (the tests' own are close-on-exec).
+func spawn(_ arguments: [String]) throws -> pid_t {
+    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    var envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/bin:/bin"), nil]
+    defer {
+        for pointer in argv + envp { free(pointer) }
+    }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, arguments[0], nil, nil, &argv, &envp)
+    try #require(result == 0, "posix_spawn \(arguments): \(Errno(rawValue: result))")
+    return pid
+}
+
+/// Waits (bounded) until `pid` has exited, without reaping it: it stays a zombie.
+func waitForExitWithoutReaping(_ pid: pid_t, seconds: Double = 5) -> Bool {
+    eventually(seconds: seconds) {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
+            && info._sifields._sigchld.si_pid == pid
+    }
+}
+
+/// Reaps `pid` (bounded): its exit status, or nil (also when it is not a child to reap).
+func reap(_ pid: pid_t, seconds: Double = 5) -> CInt? {
+    var status: CInt = 0
+    var result: pid_t = 0
+    _ = eventually(seconds: seconds) {
+        result = waitpid(pid, &status, WNOHANG)
+        return result != 0 && !(result == -1 && errno == EINTR)
+    }
+    return result == pid ? status : nil
+}
+
+/// The exit code in a `waitpid` status, or nil when the process did not exit normally.
+func exitCode(_ status: CInt) -> CInt? {
+    status & 0x7f == 0 ? (status >> 8) & 0xff : nil
+}
