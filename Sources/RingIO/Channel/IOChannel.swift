@@ -114,9 +114,9 @@ public final class IOChannel: Sendable {
     ///   - fileDescriptor: An open descriptor; leave it open and unchanged until the cleanup
     ///     handler has run.
     ///   - queue: Where the cleanup handler and barriers run.
-    ///   - ring: The ring for the descriptor's I/O. When `nil`: the ring of another channel on
-    ///     the same descriptor, else `queue` if it is a ring, else the next ring of
-    ///     ``RingLoopGroup/shared``.
+    ///   - ring: The ring for the descriptor's I/O when no other channel is open on it (all
+    ///     channels on one descriptor share the first one's ring). When `nil`: `queue` if it is
+    ///     a ring, else the next ring of ``RingLoopGroup/shared``.
     ///   - cleanupHandler: Called once, with `nil` or the creation error.
     public init(
         kind: Kind,
@@ -143,6 +143,8 @@ public final class IOChannel: Sendable {
     /// the cleanup handler gets that error at once and every operation fails with it (R26).
     /// When the open itself fails (EACCES…), the operation that needed it and every later one
     /// fail with the error, and the cleanup handler gets `nil` (R28).
+    ///
+    /// `permissions` apply when `.create` makes the file (default `0o644`, less the umask).
     ///
     /// - Throws: `Errno.invalidArgument` at once for a relative path (D4).
     public init(
