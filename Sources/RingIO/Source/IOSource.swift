@@ -44,7 +44,8 @@ import Glibc
 /// the whole process (whatever thread it lands on) and counts it; the disposition the process
 /// had before is restored when the last source for that signal is cancelled. (A signalfd
 /// sees only signals blocked in every thread, which a library cannot arrange once threads
-/// exist; a handler works whatever the threads' masks.)
+/// exist; a handler works whatever the threads' masks.) The source's ring thread unblocks the
+/// signal, so that it is delivered even in a process started with it blocked.
 public final class IOSource: Sendable {
     /// The clock of a timer.
     public enum Clock: Sendable, Hashable {

@@ -202,6 +202,13 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
             }
         case .signal(let signal):
             self.signalSlot = _SignalRouter.register(signal)
+            // A process started with the signal blocked (the mask is inherited through exec,
+            // and by every thread) would keep it pending forever: let this ring thread take
+            // it, so the handler runs.
+            var mask = sigset_t()
+            sigemptyset(&mask)
+            sigaddset(&mask, signal)
+            pthread_sigmask(SIG_UNBLOCK, &mask, nil)
             self.armSignalRead()
         case .readable, .writable, .processExit:
             break  // armed by armReadinessIfNeeded, whenever the source is ready for an event
