@@ -17,9 +17,12 @@ let package = Package(
         .library(name: "ByteRopesFoundationCompat", targets: ["ByteRopesFoundationCompat"]),
         .library(name: "RingIO", targets: ["RingIO"]),
         .executable(name: "rope-tour", targets: ["RopeTour"]),
+        .executable(name: "echo-server", targets: ["EchoServer"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-system", from: "1.8.1")
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // The example servers' command lines (not a dependency of the libraries).
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // liburing, imported per STYLE.md "Bringing in liburing" (the header order matters).
@@ -42,8 +45,20 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "RopeTour", dependencies: ["ByteRopes"], path: "Examples/RopeTour"),
+        // The echo server: RingIO's public API only.
+        .executableTarget(
+            name: "EchoServer",
+            dependencies: [
+                "RingIO",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/EchoServer"
+        ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
         .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
+        // Runs the example servers as processes, with real clients; depends on them so that
+        // `swift test` builds them.
+        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer"]),
     ],
     swiftLanguageModes: [.v6]
 )
