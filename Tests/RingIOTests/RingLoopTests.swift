@@ -240,6 +240,39 @@ struct RingLoopTests {
         ring.shutdown()  // idempotent
     }
 
+    @Test("shutdown with many kinds of operations in flight: every one ends, the thread exits")
+    func shutdownWithManyOperations() throws {
+        let ring = try RingLoop(entries: 8)
+        let results = Recorder<Int32>()
+        let armed = DispatchSemaphore(value: 0)
+        var pipes: [CInt] = []
+        defer { for fd in pipes { close(fd) } }
+        // 40 long timeouts and 40 reads of pipes nobody writes: more than the SQ holds.
+        for _ in 0..<40 {
+            _RingIOTesting.timeout(nanoseconds: 30_000_000_000, on: ring) { results.append($0) }
+            var pair: [CInt] = [0, 0]
+            try #require(pipe(&pair) == 0)
+            pipes += pair
+            let reader = pair[0]
+            let buffer = TestBuffer(count: 16)
+            _RingIOTesting.submit(
+                .read(fd: reader, buffer: buffer.bytes, offset: -1),
+                on: ring,
+                keepAlive: buffer
+            ) { results.append($0.result) }
+        }
+        ring.enqueue { armed.signal() }
+        try #require(wait(armed))
+        let stopped = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            ring.shutdown()
+            stopped.signal()
+        }
+        #expect(stopped.wait(timeout: .now() + 10) == .success, "shutdown did not return")
+        #expect(results.all.count == 80)
+        #expect(results.all.allSatisfy { $0 == -ECANCELED })
+    }
+
     @Test("a ring dropped without shutdown stops and releases its thread")
     func dropWithoutShutdown() throws {
         let completed = DispatchSemaphore(value: 0)

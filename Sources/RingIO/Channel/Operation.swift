@@ -48,6 +48,8 @@ internal class _Operation: RingOperationTarget {
     private var inFlight = 0
     private var timer: UInt64?
     private var timerSpec: _KernelTimespec?
+    /// The armed tick's deadline, in monotonic nanoseconds.
+    private var timerDeadline: Int64 = 0
     /// The job that runs the queued handler calls, made on first delivery.
     private var drainJob: (@Sendable () -> Void)?
 
@@ -125,8 +127,11 @@ internal class _Operation: RingOperationTarget {
     final func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
         if !flags.hasMore { self.inFlight -= 1 }
         if context == Tag.timer {
-            if !flags.hasMore { self.timer = nil }
-            if result == -ETIME && !self.isFinished { self.tick() }
+            self.timer = nil
+            if result == -ETIME && !self.isFinished {
+                self.tick()
+                if !self.isFinished { self.armIntervalTimer(after: self.timerDeadline) }
+            }
         } else if context != Tag.ignore {
             self.completed(result: result, flags: flags, context: context)
         }
@@ -136,9 +141,21 @@ internal class _Operation: RingOperationTarget {
     /// Starts the interval timer, if the channel has an interval (R50).
     final func startIntervalTimer() {
         guard self.intervalNanoseconds > 0 && self.intervalNanoseconds < Int64.max / 2 else { return }
-        let spec = _KernelTimespec(nanoseconds: self.intervalNanoseconds)
+        self.armIntervalTimer(after: _Clock.nanoseconds(realtime: false))
+    }
+
+    /// Arms the next tick, one interval after `previous` (monotonic nanoseconds) — or after now,
+    /// when the ring fell behind. A one-shot timeout per tick, not a multishot one: an async
+    /// cancel can miss a multishot timeout between its fire and its re-arm, and it would then
+    /// run forever (and the operation would never retire).
+    private func armIntervalTimer(after previous: Int64) {
+        var deadline = previous &+ self.intervalNanoseconds
+        let now = _Clock.nanoseconds(realtime: false)
+        if deadline <= now { deadline = now &+ self.intervalNanoseconds }
+        self.timerDeadline = deadline
+        let spec = _KernelTimespec(seconds: deadline / 1_000_000_000, nanoseconds: deadline % 1_000_000_000)
         self.timerSpec = spec
-        self.timer = self.submit(.timeout(spec: spec, repeating: true), tag: Tag.timer)
+        self.timer = self.submit(.timeoutAt(spec: spec, realtime: false), tag: Tag.timer)
     }
 
     // MARK: Handler calls

@@ -62,6 +62,10 @@ internal final class _RingCore: @unchecked Sendable {
     private var cancelAllIssued = false
     /// Operations were submitted after the last cancel-all (while stopping, they need another).
     private var submittedSinceCancelAll = false
+    /// A cancel-all is in flight (stopping).
+    private var cancelAllInFlight = false
+    /// Operations outlived the last cancel-all: time to issue another (stopping).
+    private var cancelAllRetryDue = false
 
     private init(uring: _URing, eventFD: CInt, receiveBufferCount: Int, receiveBufferSize: Int) {
         self.uring = uring
@@ -411,12 +415,32 @@ internal final class _RingCore: @unchecked Sendable {
     private func run() {
         while true {
             self.runJobs()
-            if self.stopRequested.load(ordering: .sequentiallyConsistent)
-                && (!self.cancelAllIssued || self.submittedSinceCancelAll)
+            if self.stopRequested.load(ordering: .sequentiallyConsistent) && !self.cancelAllInFlight
+                && (!self.cancelAllIssued || self.submittedSinceCancelAll || self.cancelAllRetryDue)
             {
-                // Cancel everything in flight, again whenever a handler submitted more.
+                // Cancel everything in flight; again whenever a handler submitted more, and, while
+                // operations remain that a cancel could not reach yet (one in the middle of
+                // completing, one an io-wq worker is running), every 10 ms until none is left.
                 self.cancelAllIssued = true
-                self.submit(.cancelAll, target: _ClosureTarget { _, _ in })
+                self.cancelAllInFlight = true
+                self.cancelAllRetryDue = false
+                self.submit(
+                    .cancelAll,
+                    target: _ClosureTarget { [unowned self] _, _ in
+                        self.cancelAllInFlight = false
+                        guard self.inFlight > 0 else { return }
+                        let spec = _KernelTimespec(nanoseconds: 10_000_000)
+                        self.submit(
+                            .timeout(spec: spec, repeating: false),
+                            target: _ClosureTarget { [unowned self] _, _ in
+                                withExtendedLifetime(spec) {}
+                                self.cancelAllRetryDue = true
+                            }
+                        )
+                        // The retry timer itself is not a reason to cancel again.
+                        self.submittedSinceCancelAll = false
+                    }
+                )
                 self.submittedSinceCancelAll = false
             }
             if self.cancelAllIssued && self.inFlight == 0 && self.localJobs.isEmpty && self.inbox.isEmpty {

@@ -381,7 +381,7 @@ package enum RingRequest {
         case .cancelDescriptor(let fd):
             io_uring_prep_cancel_fd(sqe, fd, UInt32(IORING_ASYNC_CANCEL_ALL))
         case .cancelAll:
-            io_uring_prep_cancel64(sqe, 0, Int32(IORING_ASYNC_CANCEL_ANY))
+            io_uring_prep_cancel64(sqe, 0, Int32(IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL))
         }
         io_uring_sqe_set_data64(sqe, userData)
     }
@@ -505,4 +505,16 @@ internal enum _SocketConstants {
     internal static let stream = Int32(SOCK_STREAM.rawValue)
     /// `SOCK_STREAM | SOCK_CLOEXEC`.
     internal static let streamCloseOnExec = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+}
+
+// MARK: - Clocks
+
+/// The clocks of absolute timeouts.
+internal enum _Clock {
+    /// Now, in nanoseconds: CLOCK_MONOTONIC, or CLOCK_REALTIME when `realtime`.
+    internal static func nanoseconds(realtime: Bool) -> Int64 {
+        var now = timespec()
+        clock_gettime(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
 }

@@ -68,16 +68,18 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     private var handlerRunning = false
     private var hasEvent = false
     private var pending: UInt = 0
-    /// The armed timeouts (first fire, repeating), to cancel on reschedule or cancel.
-    private var armedTimers: [UInt64] = []
+    /// The armed timeout, to cancel on reschedule or cancel.
+    private var armedTimer: UInt64?
+    /// Its absolute deadline, in nanoseconds of its clock.
+    private var timerDeadline: Int64 = 0
     /// The armed poll or signal read.
     private var armedOperation: UInt64?
     /// A process-exit source reports the exit once.
     private var exitReported = false
     private var inFlight = 0
     private var timerSpec: _KernelTimespec?
-    private var intervalSpec: _KernelTimespec?
-    private var timerInterval: Duration?
+    /// The repeat interval in nanoseconds; `nil` for a one-shot timer.
+    private var timerInterval: Int64?
     private var timerGeneration: UInt64 = 0
     private var signalSlot: _SignalRouter.Registration?
     private let signalBuffer = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
@@ -228,38 +230,39 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
             return
         }
         // A new schedule replaces the old one: cancel what is armed, ignore its completions.
-        for userData in self.armedTimers { self.submit(.cancel(userData: userData), tag: Tag.ignore) }
-        self.armedTimers.removeAll()
+        if let armed = self.armedTimer { self.submit(.cancel(userData: armed), tag: Tag.ignore) }
+        self.armedTimer = nil
         self.timerGeneration &+= 1
         self.pending = 0
         self.hasEvent = false
-        self.timerInterval = interval
+        self.timerInterval = interval.map(Self.nanoseconds)
         guard case .timer(let clock) = self.kind, self.core != nil else { return }
-        let spec: _KernelTimespec
-        let request: RingRequest
+        let delayNanoseconds = Self.nanoseconds(delay)
         if clock == .wallClock {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let (seconds, attoseconds) = delay.components
-            var nanoseconds = Int64(now.tv_nsec) + attoseconds / 1_000_000_000
-            var totalSeconds = Int64(now.tv_sec) + seconds
-            totalSeconds += nanoseconds / 1_000_000_000
-            nanoseconds %= 1_000_000_000
-            spec = _KernelTimespec(seconds: totalSeconds, nanoseconds: nanoseconds)
-            request = .timeoutAt(spec: spec, realtime: true)
-        } else if let interval, interval == delay {
-            spec = _KernelTimespec(nanoseconds: Self.nanoseconds(interval))
-            self.intervalSpec = spec
-            self.armedTimers.append(
-                self.submit(.timeout(spec: spec, repeating: true), tag: self.timerTag(Tag.timerRepeat))
-            )
-            return
+            // The first fire follows the wall clock (a clock change moves it); the repetitions
+            // are intervals, measured on the monotonic clock from that fire.
+            let now = _Clock.nanoseconds(realtime: true)
+            let (deadline, overflow) = now.addingReportingOverflow(delayNanoseconds)
+            self.armTimer(at: overflow ? Int64.max : deadline, realtime: true)
         } else {
-            spec = _KernelTimespec(nanoseconds: max(Self.nanoseconds(delay), 1))
-            request = .timeout(spec: spec, repeating: false)
+            let now = _Clock.nanoseconds(realtime: false)
+            let (deadline, overflow) = now.addingReportingOverflow(delayNanoseconds)
+            self.armTimer(at: overflow ? Int64.max : deadline, realtime: false)
         }
+    }
+
+    /// Arms a one-shot timeout at an absolute time. Timers are one-shot timeouts re-armed after
+    /// each fire, never multishot ones: an async cancel that lands while a multishot timeout
+    /// is between its fire and its re-arm finds nothing, and the timeout then runs forever.
+    /// A one-shot that fired before its cancel landed is simply not re-armed.
+    private func armTimer(at deadline: Int64, realtime: Bool) {
+        self.timerDeadline = deadline
+        let spec = _KernelTimespec(seconds: deadline / 1_000_000_000, nanoseconds: deadline % 1_000_000_000)
         self.timerSpec = spec
-        self.armedTimers.append(self.submit(request, tag: self.timerTag(Tag.timerFirst)))
+        self.armedTimer = self.submit(
+            .timeoutAt(spec: spec, realtime: realtime),
+            tag: self.timerTag(realtime ? Tag.timerFirst : Tag.timerRepeat)
+        )
     }
 
     /// Timer tags carry the schedule's generation, so completions of a replaced schedule are
@@ -273,15 +276,25 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     }
 
     private func timerFired(tag: UInt64) {
-        self.pending &+= 1
-        self.hasEvent = true
-        if tag == Tag.timerFirst, let interval = self.timerInterval, !self.cancelled {
-            let spec = _KernelTimespec(nanoseconds: Self.nanoseconds(interval))
-            self.intervalSpec = spec
-            self.armedTimers.append(
-                self.submit(.timeout(spec: spec, repeating: true), tag: self.timerTag(Tag.timerRepeat))
-            )
+        var fires: UInt = 1
+        if let interval = self.timerInterval, !self.cancelled {
+            let now = _Clock.nanoseconds(realtime: false)
+            var next: Int64
+            if tag == Tag.timerFirst {
+                next = now &+ interval  // after a wall-clock first fire: from now, monotonic
+            } else {
+                next = self.timerDeadline &+ interval
+                if next <= now {
+                    // The ring was late: count the intervals that passed, fire once for all.
+                    let missed = (now - next) / interval + 1
+                    fires &+= UInt(missed)
+                    next = next &+ missed &* interval
+                }
+            }
+            self.armTimer(at: next, realtime: false)
         }
+        self.pending &+= fires
+        self.hasEvent = true
         self.deliverIfReady()
     }
 
@@ -396,8 +409,10 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     private func cancelOnRing() {
         guard !self.cancelled else { return }
         self.cancelled = true
-        for userData in self.armedTimers { self.submit(.cancel(userData: userData), tag: Tag.ignore) }
-        self.armedTimers.removeAll()
+        if let armed = self.armedTimer {
+            self.submit(.cancel(userData: armed), tag: Tag.ignore)
+            self.armedTimer = nil
+        }
         if let armed = self.armedOperation {
             self.submit(.cancel(userData: armed), tag: Tag.ignore)
             self.armedOperation = nil
@@ -438,7 +453,9 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
         let tag = context & 0xff
         switch tag {
         case Tag.timerFirst, Tag.timerRepeat:
-            guard context >> 8 == self.timerGeneration, !self.cancelled, result == -ETIME else { return }
+            guard context >> 8 == self.timerGeneration else { return }  // a replaced schedule
+            self.armedTimer = nil
+            guard !self.cancelled, result == -ETIME else { return }
             self.timerFired(tag: tag)
         case Tag.poll:
             self.armedOperation = nil
