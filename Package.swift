@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "ByteRopes", targets: ["ByteRopes"]),
         .library(name: "ByteRopesFoundationCompat", targets: ["ByteRopesFoundationCompat"]),
         .library(name: "RingIO", targets: ["RingIO"]),
+        .library(name: "RingHTTP", targets: ["RingHTTP"]),
         .executable(name: "rope-tour", targets: ["RopeTour"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
     ],
@@ -44,6 +45,8 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // HTTP/1.1 request parsing and response writing over ByteRope; no ring, no C module.
+        .target(name: "RingHTTP", dependencies: ["ByteRopes"]),
         .executableTarget(name: "RopeTour", dependencies: ["ByteRopes"], path: "Examples/RopeTour"),
         // The echo server: RingIO's public API only.
         .executableTarget(
@@ -56,6 +59,7 @@ let package = Package(
         ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
         .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
+        .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
         // Runs the example servers as processes, with real clients; depends on them so that
         // `swift test` builds them.
         .testTarget(name: "ExamplesTests", dependencies: ["EchoServer"]),

@@ -1,0 +1,207 @@
+//===----------------------------------------------------------------------===//
+// RingIO — RingHTTP
+//===----------------------------------------------------------------------===//
+
+/// What the parser needs from a header section, gathered in one validating pass over its
+/// bytes — region by region, with no copy and no allocation.
+struct _FieldSummary {
+    var fieldCount = 0
+    var hostCount = 0
+    /// The agreed value of every `Content-Length` element, saturated at 2⁵⁰.
+    var contentLength: Int?
+    var sawTransferEncoding = false
+    /// Transfer codings listed, in all `Transfer-Encoding` fields together.
+    var codingCount = 0
+    var chunkedCount = 0
+    var lastCodingIsChunked = false
+    var connectionClose = false
+    var connectionKeepAlive = false
+    var expectsContinue = false
+
+    /// The fields whose values the parser reads.
+    private enum Kind {
+        case other
+        case contentLength
+        case transferEncoding
+        case connection
+        case expect
+        case host
+
+        init(_ name: _ShortKey) {
+            switch name.length {
+            case 4 where name == .host: self = .host
+            case 6 where name == .expect: self = .expect
+            case 10 where name == .connection: self = .connection
+            case 14 where name == .contentLength: self = .contentLength
+            case 17 where name == .transferEncoding: self = .transferEncoding
+            default: self = .other
+            }
+        }
+    }
+
+    private enum LineState {
+        case lineStart
+        case name
+        case value
+        case lineFeed
+    }
+
+    /// Validates field lines (`field-name ":" OWS field-value OWS CRLF`, RFC 9112 §5), each
+    /// ending with CRLF, read from `bytes` to their end; with `recognizing`, reads the
+    /// framing fields.
+    ///
+    /// - Throws: 400 for a byte that is not allowed where it is: whitespace at the start of
+    ///   a line (obs-fold), before the colon, an empty or invalid name, a control character
+    ///   in a value, a bare CR or LF; and for a malformed or conflicting `Content-Length`.
+    static func scan<Bytes: IteratorProtocol<UInt8>>(
+        _ bytes: inout Bytes,
+        recognizing: Bool
+    ) throws(_ParseFailure) -> _FieldSummary {
+        var summary = _FieldSummary()
+        var state = LineState.lineStart
+        var name = _ShortKey()
+        var kind = Kind.other
+        var list = _ListScanner()
+        var number = _DecimalListScanner()
+        while let byte = bytes.next() {
+            switch state {
+            case .lineStart:
+                guard _Syntax.isToken(byte) else {
+                    if _Syntax.isWhitespace(byte) {
+                        throw _ParseFailure(.badRequest, "obs-fold or whitespace at the start of a field line")
+                    }
+                    throw _ParseFailure(.badRequest, "empty or invalid field name")
+                }
+                name = _ShortKey()
+                name.append(byte)
+                state = .name
+            case .name:
+                if _Syntax.isToken(byte) {
+                    name.append(byte)
+                } else if byte == _Syntax.colon {
+                    kind = recognizing ? Kind(name) : .other
+                    state = .value
+                } else if _Syntax.isWhitespace(byte) {
+                    throw _ParseFailure(.badRequest, "whitespace between a field name and its colon")
+                } else {
+                    throw _ParseFailure(.badRequest, "invalid byte in a field name")
+                }
+            case .value:
+                if byte == _Syntax.cr {
+                    state = .lineFeed
+                } else if _Syntax.isFieldValue(byte) {
+                    switch kind {
+                    case .other, .host:
+                        break
+                    case .contentLength:
+                        try number.feed(byte)
+                    case .transferEncoding, .connection, .expect:
+                        if let element = list.feed(byte) { summary.take(element, of: kind) }
+                    }
+                } else if byte == _Syntax.lf {
+                    throw _ParseFailure(.badRequest, "field line ends with a bare LF")
+                } else {
+                    throw _ParseFailure(.badRequest, "control character in a field value")
+                }
+            case .lineFeed:
+                guard byte == _Syntax.lf else {
+                    throw _ParseFailure(.badRequest, "bare CR in a field line")
+                }
+                switch kind {
+                case .other:
+                    break
+                case .host:
+                    summary.hostCount &+= 1
+                case .contentLength:
+                    try number.finish(into: &summary.contentLength)
+                case .transferEncoding, .connection, .expect:
+                    if kind == .transferEncoding { summary.sawTransferEncoding = true }
+                    if let element = list.finish() { summary.take(element, of: kind) }
+                }
+                summary.fieldCount &+= 1
+                kind = .other
+                state = .lineStart
+            }
+        }
+        // The caller passes whole lines: the parser found their CRLF CRLF end.
+        assert(state == .lineStart, "field lines cut short")
+        return summary
+    }
+
+    /// Records one element of a `Transfer-Encoding`, `Connection` or `Expect` list.
+    private mutating func take(_ element: _ShortKey, of kind: Kind) {
+        switch kind {
+        case .transferEncoding:
+            self.codingCount &+= 1
+            self.lastCodingIsChunked = element == .chunked
+            if self.lastCodingIsChunked { self.chunkedCount &+= 1 }
+        case .connection:
+            if element == .close { self.connectionClose = true }
+            if element == .keepAlive { self.connectionKeepAlive = true }
+        case .expect:
+            if element == .continue100 { self.expectsContinue = true }
+        case .other, .host, .contentLength:
+            break
+        }
+    }
+}
+
+/// Reads a `Content-Length` value: `1*DIGIT`, or a list of them (`42, 42`, as some
+/// intermediaries send) that must all be equal.
+struct _DecimalListScanner {
+    private enum State {
+        case beforeDigits
+        case digits
+        case afterDigits
+    }
+
+    private var state = State.beforeDigits
+    private var value = 0
+    private var first: Int?
+
+    /// Values are saturated here: beyond any body limit (≤ 2⁴⁰), and no overflow.
+    private static let saturation = 1 << 50
+
+    init() {}
+
+    @inline(__always)
+    mutating func feed(_ byte: UInt8) throws(_ParseFailure) {
+        switch byte {
+        case 0x30...0x39:
+            guard self.state != .afterDigits else {
+                throw _ParseFailure(.badRequest, "malformed Content-Length")
+            }
+            self.value = Swift.min(self.value &* 10 &+ Int(byte &- 0x30), Self.saturation)
+            self.state = .digits
+        case _Syntax.space, _Syntax.tab:
+            if self.state == .digits { self.state = .afterDigits }
+        case _Syntax.comma:
+            try self.endElement()
+        default:
+            throw _ParseFailure(.badRequest, "malformed Content-Length")
+        }
+    }
+
+    private mutating func endElement() throws(_ParseFailure) {
+        guard self.state != .beforeDigits else {
+            throw _ParseFailure(.badRequest, "malformed Content-Length")
+        }
+        if let first = self.first, first != self.value {
+            throw _ParseFailure(.badRequest, "conflicting Content-Length values")
+        }
+        self.first = self.value
+        self.value = 0
+        self.state = .beforeDigits
+    }
+
+    /// Ends a field value; checks its last element and agrees it with `agreed`, the value
+    /// of earlier `Content-Length` fields.
+    mutating func finish(into agreed: inout Int?) throws(_ParseFailure) {
+        try self.endElement()
+        if let earlier = agreed, earlier != self.first {
+            throw _ParseFailure(.badRequest, "conflicting Content-Length values")
+        }
+        agreed = self.first
+        self = _DecimalListScanner()
+    }
+}

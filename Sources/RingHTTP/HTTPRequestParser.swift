@@ -1,0 +1,725 @@
+//===----------------------------------------------------------------------===//
+// RingIO — RingHTTP
+//===----------------------------------------------------------------------===//
+
+import ByteRopes
+
+/// An incremental HTTP/1.1 request parser over ``ByteRope``: append what the connection
+/// receives, take out complete requests in order.
+///
+///     var parser = HTTPRequestParser()
+///     channel.read(offset: 0, length: .max, queue: ring) { done, data, error in
+///         if let data { parser.append(data) }
+///         do {
+///             while let request = try parser.next() {
+///                 respond(to: request)              // in order: pipelining is free
+///             }
+///             if let head = try parser.nextHead(), head.expectsContinue {
+///                 send(HTTPResponseWriter.continueResponse)
+///             }
+///         } catch {
+///             send(writer.serialize(HTTPResponse(status: error.status, closeConnection: true)))
+///             channel.close()
+///         }
+///     }
+///
+/// ## Zero copy
+///
+/// Bytes are never glued together or copied. The end of the head is found with
+/// ``ByteRope/firstRange(of:)``, across region boundaries; the head is then validated in one
+/// pass over its regions. The target, the header fields and the body of a request are
+/// sub-ropes of the appended ropes — a chunked body is the concatenation of its chunks'
+/// sub-ropes. Parsing a request that arrived in one or two regions allocates nothing (more
+/// regions: a few small tree nodes for the sub-ropes).
+///
+/// ## Bounded buffering
+///
+/// Every limit in ``Limits`` is checked as soon as the bytes received prove it exceeded:
+/// a request line with no CRLF in its first `maxRequestLineLength + 2` bytes fails with
+/// 414 there and then, a header section with no end in `maxHeaderSectionLength` bytes with
+/// 431, a `Content-Length` over `maxBodyLength` with 413 before any of the body arrives. So
+/// after ``next()`` returns `nil`, the parser holds at most about one request line plus one
+/// header section, or the part of a body received so far. Call ``next()`` after every
+/// ``append(_:)`` so that these checks run.
+///
+/// ## Errors
+///
+/// ``next()`` and ``nextHead()`` throw ``HTTPParseError``, which carries the status to
+/// answer with. From then on the parser is failed: it drops what it buffered, ignores
+/// appends and throws the same error again. The server answers and closes the connection.
+///
+/// ## Framing rules (RFC 9112 §6)
+///
+/// - No `Content-Length` and no `Transfer-Encoding`: no body.
+/// - `Content-Length`: digits only; repeated fields or `42, 42` lists must agree (400
+///   otherwise); over the limit is 413.
+/// - `Transfer-Encoding` must end in `chunked` (400 otherwise); any other coding before it
+///   is 501; `chunked` twice, `Transfer-Encoding` together with `Content-Length`, or in an
+///   HTTP/1.0 request is 400.
+/// - HTTP/1.1 requests need exactly one `Host` field, HTTP/1.0 at most one (400).
+/// - Line ends are CRLF; a bare LF or CR is 400. Obs-fold (a field line starting with
+///   whitespace) is 400, as is whitespace between a field name and its colon.
+/// - Empty lines before a request line are skipped (RFC 9112 §2.2).
+///
+/// Protocol upgrades and `CONNECT` tunnels are out of scope: after one, the bytes are not
+/// HTTP/1.1 any more.
+public struct HTTPRequestParser: Sendable {
+    /// The limits this parser enforces.
+    public let limits: Limits
+
+    // MARK: State (a value type: whoever owns the parser owns all of it)
+
+    /// Received bytes not yet handed out: the current request's from its first byte (from
+    /// the body on once the head is parsed; in a chunked body, from the next unparsed chunk
+    /// on), then any pipelined requests.
+    private var buffer = ByteRope()
+    /// What the parser expects next.
+    private var step = _Step.requestLine
+    /// Where the next search (for a line end or the end of a section) starts in `buffer`:
+    /// the bytes before it have been searched.
+    private var scanned = 0
+    /// The request line, from its CRLF until the header section is complete.
+    private var line: _RequestLine?
+    /// The parsed head, from the end of the header section until the request is returned.
+    private var head: HTTPRequestHead?
+    /// Whether ``nextHead()`` has returned `head`.
+    private var headDelivered = false
+    /// A chunked body's data so far, as sub-ropes.
+    private var chunks = ByteRope()
+    private var _failure: _ParseFailure?
+
+    /// Creates a parser.
+    ///
+    /// - Parameter limits: The sizes requests may not exceed.
+    /// - Precondition: The limits are in range (see ``Limits``).
+    /// - Complexity: O(1); allocates nothing.
+    public init(limits: Limits = Limits()) {
+        limits.validate()
+        self.limits = limits
+    }
+
+    /// Appends received bytes, without copying them. Parsing happens in ``next()`` and
+    /// ``nextHead()``.
+    ///
+    /// After a failure the bytes are dropped: a failed parser holds nothing.
+    ///
+    /// - Parameter bytes: What the connection received next.
+    /// - Complexity: O(log *r*) for *r* buffered regions.
+    public mutating func append(_ bytes: ByteRope) {
+        guard self._failure == nil else { return }
+        self.buffer.append(bytes)
+    }
+
+    /// The next complete request, or `nil` when the bytes for it have not all arrived.
+    ///
+    /// Requests come out in the order they were sent; call it until it returns `nil` after
+    /// each ``append(_:)``.
+    ///
+    /// - Returns: The request, its body complete.
+    /// - Throws: ``HTTPParseError`` as soon as the buffered bytes prove the request bad or
+    ///   over a limit; then again on every later call.
+    /// - Complexity: O(*n*) in the bytes parsed by this call, plus O(log *r*) per sub-rope
+    ///   taken from *r* buffered regions. A head is searched for its end only from where the
+    ///   previous call stopped, so a head arriving byte by byte costs O(*n* log *r*) in all.
+    ///   Allocates nothing when the request arrived in one or two regions.
+    public mutating func next() throws(HTTPParseError) -> HTTPRequest? {
+        if let failure = self._failure { throw failure.error }
+        do throws(_ParseFailure) {
+            guard try self.parseHead(), let body = try self.parseBody() else { return nil }
+            self.step = .requestLine
+            self.headDelivered = false
+            return HTTPRequest(head: self.head.take()!, body: body)
+        } catch {
+            self.fail(error)
+            throw error.error
+        }
+    }
+
+    /// The head of the request being received, once per request, as soon as its header
+    /// section is complete — before its body has arrived.
+    ///
+    /// This is how a server answers `Expect: 100-continue`: when ``next()`` returns `nil`,
+    /// ask for the head; if it ``HTTPRequestHead/expectsContinue``, send
+    /// ``HTTPResponseWriter/continueResponse`` (or a final status, such as 417 or 413, and
+    /// close). ``next()`` later returns the complete request with the same head. A server
+    /// that never calls this method loses nothing.
+    ///
+    ///     while let request = try parser.next() { respond(to: request) }
+    ///     if let head = try parser.nextHead(), head.expectsContinue {
+    ///         send(HTTPResponseWriter.continueResponse)
+    ///     }
+    ///
+    /// - Returns: The head of the first request not yet returned by ``next()``, if its
+    ///   header section is complete and this method has not returned it already; else `nil`.
+    /// - Throws: ``HTTPParseError``, as ``next()`` does, for errors found in the head
+    ///   (including a `Content-Length` over ``Limits/maxBodyLength``).
+    /// - Complexity: As ``next()``, without the body.
+    public mutating func nextHead() throws(HTTPParseError) -> HTTPRequestHead? {
+        if let failure = self._failure { throw failure.error }
+        do throws(_ParseFailure) {
+            guard try self.parseHead() else { return nil }
+        } catch {
+            self.fail(error)
+            throw error.error
+        }
+        guard !self.headDelivered else { return nil }
+        self.headDelivered = true
+        return self.head
+    }
+
+    /// Where the parser is in the current request: what a server's timeouts depend on.
+    public enum Phase: Hashable, Sendable {
+        /// Between requests: nothing of a request has been received (empty lines before a
+        /// request line do not count). Idle timeouts apply.
+        case idle
+        /// Part of a request's head has been received, not all of it. Header timeouts (for
+        /// slow clients) apply.
+        case head
+        /// The head is complete (``nextHead()`` can return it) and ``next()`` has not yet
+        /// returned the request: its body is still arriving, or ``next()`` was not called.
+        case body
+    }
+
+    /// Where the parser is in the current request.
+    ///
+    /// - Complexity: O(1).
+    public var phase: Phase {
+        switch self.step {
+        case .requestLine: return self.buffer.isEmpty ? .idle : .head
+        case .fields: return .head
+        case .contentLength, .chunkSizeLine, .chunkData, .chunkDataEnd, .trailers: return .body
+        }
+    }
+
+    /// Whether part of a request has been received and not yet returned by ``next()``:
+    /// `phase != .idle`. A server closing an idle connection checks it; a peer that closes
+    /// the connection while it is true left an incomplete request.
+    ///
+    /// - Complexity: O(1).
+    public var isMidRequest: Bool {
+        self.phase != .idle
+    }
+
+    /// The number of received bytes not yet parsed. A chunked body's decoded chunks, which
+    /// never exceed ``Limits/maxBodyLength``, are not included.
+    ///
+    /// - Complexity: O(1).
+    public var bufferedByteCount: Int {
+        self.buffer.count
+    }
+
+    /// The error this parser failed with, or `nil` while it has not failed.
+    ///
+    /// - Complexity: O(1).
+    public var failure: HTTPParseError? {
+        self._failure?.error
+    }
+
+    /// The rule the request broke, such as `"obs-fold or whitespace at the start of a field
+    /// line"`, for logs; `nil` while the parser has not failed.
+    ///
+    /// - Complexity: O(*n*) in the length of the reason.
+    public var failureReason: String? {
+        self._failure.map { "\($0.reason)" }
+    }
+
+    private mutating func fail(_ failure: _ParseFailure) {
+        self._failure = failure
+        self.buffer = ByteRope()
+        self.chunks = ByteRope()
+        self.line = nil
+        self.head = nil
+        self.step = .requestLine
+    }
+}
+
+// MARK: - State
+
+extension HTTPRequestParser {
+    enum _Step {
+        /// Expecting (more of) a request line.
+        case requestLine
+        /// The request line is parsed (`line`); expecting the rest of the header section.
+        case fields
+        /// The head is parsed (`head`); expecting this many bytes of body.
+        case contentLength(Int)
+        /// In a chunked body: expecting a chunk-size line.
+        case chunkSizeLine
+        /// Inside a chunk's data.
+        case chunkData(remaining: Int)
+        /// Expecting the CRLF after a chunk's data.
+        case chunkDataEnd
+        /// After the last chunk: expecting the trailer section.
+        case trailers
+    }
+
+    struct _RequestLine {
+        var method: HTTPMethod
+        var targetRange: Range<Int>
+        var version: HTTPVersion
+        /// The bytes before the line's CRLF.
+        var length: Int
+    }
+}
+
+// MARK: - Head
+
+extension HTTPRequestParser {
+    /// Parses as much of the head as has arrived; returns whether the head is parsed
+    /// (`head` is set and the step is a body step).
+    private mutating func parseHead() throws(_ParseFailure) -> Bool {
+        switch self.step {
+        case .requestLine:
+            guard try self.parseRequestLine() else { return false }
+            return try self.parseFieldSection()
+        case .fields:
+            return try self.parseFieldSection()
+        case .contentLength, .chunkSizeLine, .chunkData, .chunkDataEnd, .trailers:
+            return true
+        }
+    }
+
+    /// Parses the request line if its CRLF has arrived; then the step is `.fields`.
+    private mutating func parseRequestLine() throws(_ParseFailure) -> Bool {
+        self.skipEmptyLines()
+        let lineLimit = self.limits.maxRequestLineLength &+ 2
+        let count = self.buffer.count
+        let window = Swift.min(count, lineLimit)
+        guard let lf = self.buffer.firstIndex(of: _Syntax.lf, within: self.scanned..<window) else {
+            if count >= lineLimit {
+                throw _ParseFailure(.uriTooLong, "request line longer than maxRequestLineLength")
+            }
+            self.scanned = window
+            return false
+        }
+        guard lf > 0, self.buffer[lf &- 1] == _Syntax.cr else {
+            throw _ParseFailure(.badRequest, "request line ends with a bare LF")
+        }
+        let length = lf &- 1
+        let parsed = try self.buffer.scan(
+            0..<length,
+            { (bytes) throws(_ParseFailure) in try _RequestLineScan.scan(&bytes, length: length) },
+            { (bytes) throws(_ParseFailure) in try _RequestLineScan.scan(&bytes, length: length) }
+        )
+        let method =
+            HTTPMethod._registered(packed: parsed.packedMethod, length: parsed.methodLength)
+            ?? .other(String(decoding: self.buffer.subrange(0..<parsed.methodLength), as: UTF8.self))
+        self.line = _RequestLine(method: method, targetRange: parsed.target, version: parsed.version, length: length)
+        self.step = .fields
+        // Search the header section's end from the start: the line holds no CRLF CRLF, and a
+        // search of the whole buffer needs no sub-rope.
+        self.scanned = 0
+        return true
+    }
+
+    /// Parses the header section if its end has arrived; then `head` is set and the step is
+    /// the body's first.
+    private mutating func parseFieldSection() throws(_ParseFailure) -> Bool {
+        let lineLength = self.line!.length
+        let fieldsStart = lineLength &+ 2
+        let sectionLimit = fieldsStart &+ self.limits.maxHeaderSectionLength
+        let count = self.buffer.count
+        let window = Swift.min(count, sectionLimit)
+        guard let end = self.buffer.firstRange(of: _Syntax.headEnd, within: self.scanned..<window) else {
+            // A line ending in a bare LF would never end the section: refuse it now rather
+            // than wait for the limit.
+            try self.refuseBareLineFeed(
+                in: Swift.max(self.scanned, lineLength)..<window,
+                "header section has a bare LF"
+            )
+            if count >= sectionLimit {
+                throw _ParseFailure(.headersTooLarge, "header section longer than maxHeaderSectionLength")
+            }
+            self.scanned = Swift.max(self.scanned, window &- 3)
+            return false
+        }
+        let headEnd = end.upperBound
+        try self.makeHead(fields: fieldsStart..<headEnd &- 2)
+        self.buffer = headEnd == count ? ByteRope() : self.buffer.subrange(headEnd...)
+        self.scanned = 0
+        return true
+    }
+
+    /// Throws 400 if an LF within `range` of the buffer is not preceded by CR.
+    ///
+    /// - Complexity: O(log *r*) per LF found, plus O(`range.count`).
+    private func refuseBareLineFeed(in range: Range<Int>, _ reason: StaticString) throws(_ParseFailure) {
+        var start = range.lowerBound
+        while let lf = self.buffer.firstIndex(of: _Syntax.lf, within: start..<range.upperBound) {
+            guard lf > 0, self.buffer[lf &- 1] == _Syntax.cr else {
+                throw _ParseFailure(.badRequest, reason)
+            }
+            start = lf &+ 1
+        }
+    }
+
+    /// Drops the empty lines (CRLFs) before a request line; RFC 9112 §2.2 asks servers to
+    /// ignore at least one.
+    private mutating func skipEmptyLines() {
+        guard self.buffer.first == _Syntax.cr else { return }
+        var skipped = 0
+        var bytes = self.buffer.makeIterator()
+        while let cr = bytes.next(), cr == _Syntax.cr, let lf = bytes.next(), lf == _Syntax.lf {
+            skipped &+= 2
+        }
+        if skipped > 0 {
+            self.buffer = self.buffer.subrange(skipped...)
+            self.scanned = 0
+        }
+    }
+
+    /// Validates the field lines at `fields` (each ending with CRLF), applies the framing
+    /// rules, and sets `head` and the body's first step.
+    private mutating func makeHead(fields: Range<Int>) throws(_ParseFailure) {
+        let line = self.line.take()!
+        let summary = try self.buffer.scan(
+            fields,
+            { (bytes) throws(_ParseFailure) in try _FieldSummary.scan(&bytes, recognizing: true) },
+            { (bytes) throws(_ParseFailure) in try _FieldSummary.scan(&bytes, recognizing: true) }
+        )
+
+        if line.version == .http1_1 ? summary.hostCount != 1 : summary.hostCount > 1 {
+            throw _ParseFailure(.badRequest, "not exactly one Host field")
+        }
+        var contentLength: Int?
+        if summary.sawTransferEncoding {
+            guard line.version != .http1_0 else {
+                throw _ParseFailure(.badRequest, "Transfer-Encoding in an HTTP/1.0 request")
+            }
+            guard summary.contentLength == nil else {
+                throw _ParseFailure(.badRequest, "both Content-Length and Transfer-Encoding")
+            }
+            guard summary.lastCodingIsChunked else {
+                throw _ParseFailure(.badRequest, "chunked is not the final transfer coding")
+            }
+            guard summary.chunkedCount == 1 else {
+                throw _ParseFailure(.badRequest, "chunked applied more than once")
+            }
+            guard summary.codingCount == 1 else {
+                throw _ParseFailure(.notImplemented, "transfer coding other than chunked")
+            }
+            self.step = .chunkSizeLine
+        } else if let length = summary.contentLength {
+            guard length <= self.limits.maxBodyLength else {
+                throw _ParseFailure(.bodyTooLarge, "Content-Length over maxBodyLength")
+            }
+            contentLength = length
+            self.step = .contentLength(length)
+        } else {
+            self.step = .contentLength(0)
+        }
+
+        let keepAlive: Bool
+        if line.version == .http1_1 {
+            keepAlive = !summary.connectionClose
+        } else {
+            keepAlive = summary.connectionKeepAlive && !summary.connectionClose
+        }
+        self.head = HTTPRequestHead(
+            method: line.method,
+            version: line.version,
+            bytes: self.buffer.subrange(0..<fields.upperBound),
+            target: line.targetRange,
+            fieldsStart: fields.lowerBound,
+            fieldCount: summary.fieldCount,
+            keepAlive: keepAlive,
+            expectsContinue: line.version == .http1_1 && summary.expectsContinue,
+            contentLength: contentLength,
+            isChunked: summary.sawTransferEncoding
+        )
+    }
+}
+
+/// Parses `method SP request-target SP HTTP-version` (RFC 9112 §3).
+enum _RequestLineScan {
+    /// Reads the first `length` bytes of `bytes`: the request line without its CRLF.
+    ///
+    /// - Returns: The method's first 8 bytes packed little-endian and its length, the
+    ///   target's range and the version.
+    static func scan<Bytes: IteratorProtocol<UInt8>>(
+        _ bytes: inout Bytes,
+        length: Int
+    ) throws(_ParseFailure) -> (packedMethod: UInt64, methodLength: Int, target: Range<Int>, version: HTTPVersion) {
+        var offset = 0
+
+        // method = token, packed into a word for matching the registered methods.
+        var packed: UInt64 = 0
+        var methodLength = 0
+        var sawSpace = false
+        while offset < length, let byte = bytes.next() {
+            offset &+= 1
+            if byte == _Syntax.space {
+                sawSpace = true
+                break
+            }
+            guard _Syntax.isToken(byte) else {
+                throw _ParseFailure(.badRequest, "invalid byte in the method")
+            }
+            if methodLength < 8 { packed |= UInt64(byte) << (UInt64(methodLength) &* 8) }
+            methodLength &+= 1
+        }
+        guard sawSpace, methodLength > 0 else {
+            throw _ParseFailure(.badRequest, "request line without a method and a target")
+        }
+
+        // request-target: visible ASCII.
+        let targetStart = offset
+        sawSpace = false
+        while offset < length, let byte = bytes.next() {
+            offset &+= 1
+            if byte == _Syntax.space {
+                sawSpace = true
+                break
+            }
+            guard _Syntax.isTarget(byte) else {
+                throw _ParseFailure(.badRequest, "invalid byte in the request target")
+            }
+        }
+        let targetEnd = offset &- 1
+        guard sawSpace, targetEnd > targetStart else {
+            throw _ParseFailure(.badRequest, "request line without a target and a version")
+        }
+
+        // HTTP-version = "HTTP/" DIGIT "." DIGIT: exactly 8 bytes.
+        guard length &- offset == 8 else {
+            throw _ParseFailure(.badRequest, "malformed HTTP version")
+        }
+        var word: UInt64 = 0
+        for shift in stride(from: UInt64(0), to: 64, by: 8) {
+            word |= UInt64(bytes.next()!) << shift
+        }
+        let version: HTTPVersion
+        switch word {
+        case 0x312E_312F_5054_5448:  // "HTTP/1.1"
+            version = .http1_1
+        case 0x302E_312F_5054_5448:  // "HTTP/1.0"
+            version = .http1_0
+        default:
+            let isDigit = { (byte: UInt64) in byte &- 0x30 < 10 }
+            guard word & 0xFF_FFFF_FFFF == 0x2F_5054_5448,  // "HTTP/"
+                isDigit(word >> 40 & 0xFF), word >> 48 & 0xFF == 0x2E, isDigit(word >> 56)
+            else {
+                throw _ParseFailure(.badRequest, "malformed HTTP version")
+            }
+            throw _ParseFailure(.versionNotSupported, "HTTP version other than 1.0 and 1.1")
+        }
+        return (packed, methodLength, targetStart..<targetEnd, version)
+    }
+}
+
+// MARK: - Body
+
+extension HTTPRequestParser {
+    /// Returns the body if it is complete (the head is parsed).
+    private mutating func parseBody() throws(_ParseFailure) -> ByteRope? {
+        if case .contentLength(let length) = self.step {
+            guard length > 0 else { return ByteRope() }
+            let count = self.buffer.count
+            guard count >= length else { return nil }
+            if count == length {
+                var body = ByteRope()
+                swap(&body, &self.buffer)
+                return body
+            }
+            let body = self.buffer.subrange(0..<length)
+            self.buffer = self.buffer.subrange(length...)
+            return body
+        }
+        guard try self.decodeChunks() else { return nil }
+        var body = ByteRope()
+        swap(&body, &self.chunks)
+        return body
+    }
+
+    /// Consumes as much of a chunked body as has arrived; returns whether it is complete.
+    private mutating func decodeChunks() throws(_ParseFailure) -> Bool {
+        while true {
+            let count = self.buffer.count
+            switch self.step {
+            case .chunkSizeLine:
+                let lineLimit = self.limits.maxChunkLineLength &+ 2
+                let window = Swift.min(count, lineLimit)
+                guard let lf = self.buffer.firstIndex(of: _Syntax.lf, within: self.scanned..<window) else {
+                    if count >= lineLimit {
+                        throw _ParseFailure(.badRequest, "chunk-size line longer than maxChunkLineLength")
+                    }
+                    self.scanned = window
+                    return false
+                }
+                guard lf > 0, self.buffer[lf &- 1] == _Syntax.cr else {
+                    throw _ParseFailure(.badRequest, "chunk-size line ends with a bare LF")
+                }
+                let length = lf &- 1
+                let size = try self.buffer.scan(
+                    0..<length,
+                    { (bytes) throws(_ParseFailure) in try Self.parseChunkSize(&bytes, length: length) },
+                    { (bytes) throws(_ParseFailure) in try Self.parseChunkSize(&bytes, length: length) }
+                )
+                guard size <= self.limits.maxBodyLength &- self.chunks.count else {
+                    throw _ParseFailure(.bodyTooLarge, "chunked body over maxBodyLength")
+                }
+                self.buffer = self.buffer.subrange((lf &+ 1)...)
+                self.scanned = 0
+                self.step = size == 0 ? .trailers : .chunkData(remaining: size)
+
+            case .chunkData(let remaining):
+                let taken = Swift.min(remaining, count)
+                guard taken > 0 else { return false }
+                self.chunks.append(self.buffer.subrange(0..<taken))
+                self.buffer = self.buffer.subrange(taken...)
+                guard taken == remaining else {
+                    self.step = .chunkData(remaining: remaining &- taken)
+                    return false
+                }
+                self.step = .chunkDataEnd
+
+            case .chunkDataEnd:
+                guard count > 0 else { return false }
+                guard self.buffer[0] == _Syntax.cr else {
+                    throw _ParseFailure(.badRequest, "chunk data not followed by CRLF")
+                }
+                guard count > 1 else { return false }
+                guard self.buffer[1] == _Syntax.lf else {
+                    throw _ParseFailure(.badRequest, "chunk data not followed by CRLF")
+                }
+                self.buffer = self.buffer.subrange(2...)
+                self.step = .chunkSizeLine
+
+            case .trailers:
+                guard count > 0 else { return false }
+                if self.buffer[0] == _Syntax.cr {
+                    // No trailer fields: just the final CRLF.
+                    guard count > 1 else { return false }
+                    guard self.buffer[1] == _Syntax.lf else {
+                        throw _ParseFailure(.badRequest, "chunked body not ended by CRLF")
+                    }
+                    self.buffer = self.buffer.subrange(2...)
+                    return true
+                }
+                let sectionLimit = self.limits.maxHeaderSectionLength
+                let window = Swift.min(count, sectionLimit)
+                guard let end = self.buffer.firstRange(of: _Syntax.headEnd, within: self.scanned..<window) else {
+                    try self.refuseBareLineFeed(in: self.scanned..<window, "trailer section has a bare LF")
+                    if count >= sectionLimit {
+                        throw _ParseFailure(.headersTooLarge, "trailer section longer than maxHeaderSectionLength")
+                    }
+                    self.scanned = Swift.max(self.scanned, window &- 3)
+                    return false
+                }
+                // Trailer fields are validated like header fields, then ignored.
+                _ = try self.buffer.scan(
+                    0..<end.upperBound &- 2,
+                    { (bytes) throws(_ParseFailure) in try _FieldSummary.scan(&bytes, recognizing: false) },
+                    { (bytes) throws(_ParseFailure) in try _FieldSummary.scan(&bytes, recognizing: false) }
+                )
+                self.buffer = self.buffer.subrange(end.upperBound...)
+                self.scanned = 0
+                return true
+
+            case .requestLine, .fields, .contentLength:
+                preconditionFailure("decodeChunks outside a chunked body")
+            }
+        }
+    }
+
+    /// Parses `chunk-size [ chunk-ext ]` from the first `length` bytes of `bytes`: hex
+    /// digits, then optionally BWS `;` and extensions (accepted and ignored).
+    ///
+    /// - Returns: The size, saturated at 2⁴⁴ (over any limit).
+    static func parseChunkSize<Bytes: IteratorProtocol<UInt8>>(
+        _ bytes: inout Bytes,
+        length: Int
+    ) throws(_ParseFailure) -> Int {
+        var size = 0
+        var digits = 0
+        var offset = 0
+        // Hex digits.
+        var next: UInt8?
+        while offset < length, let byte = bytes.next() {
+            offset &+= 1
+            guard let digit = _Syntax.hexValue(byte) else {
+                next = byte
+                break
+            }
+            // size <= 2^44, so size * 16 + 15 cannot overflow.
+            size = Swift.min(size &* 16 &+ digit, 1 << 44)
+            digits &+= 1
+        }
+        guard digits > 0 else {
+            throw _ParseFailure(.badRequest, "chunk-size line without a size")
+        }
+        guard var byte = next else { return size }
+        // BWS, then ";" and the extensions.
+        while _Syntax.isWhitespace(byte), offset < length, let following = bytes.next() {
+            offset &+= 1
+            byte = following
+        }
+        guard byte == _Syntax.semicolon else {
+            throw _ParseFailure(.badRequest, "invalid byte after the chunk size")
+        }
+        while offset < length, let extensionByte = bytes.next() {
+            offset &+= 1
+            guard _Syntax.isFieldValue(extensionByte) else {
+                throw _ParseFailure(.badRequest, "control character in a chunk extension")
+            }
+        }
+        return size
+    }
+}
+
+// MARK: - Searching and scanning the buffer
+
+extension ByteRope {
+    /// The offset of the first `byte` within `range`, searching each region with `memchr`.
+    ///
+    /// - Complexity: O(log *r* + `range.count`); allocates only when the range is not the
+    ///   whole rope and spans three or more regions.
+    fileprivate func firstIndex(of byte: UInt8, within range: Range<Int>) -> Int? {
+        guard !range.isEmpty else { return nil }
+        if range.lowerBound == 0 && range.upperBound == self.count { return self.firstIndex(of: byte) }
+        return self.subrange(range).firstIndex(of: byte).map { $0 &+ range.lowerBound }
+    }
+
+    /// The first occurrence of `pattern` within `range`, matched across region boundaries.
+    ///
+    /// - Complexity: O(log *r* + `range.count`); allocates only when the range is not the
+    ///   whole rope and spans three or more regions.
+    fileprivate func firstRange(of pattern: UnsafeRawBufferPointer, within range: Range<Int>) -> Range<Int>? {
+        guard range.count >= pattern.count else { return nil }
+        if range.lowerBound == 0 && range.upperBound == self.count { return self.firstRange(of: pattern) }
+        return self.subrange(range).firstRange(of: pattern).map {
+            ($0.lowerBound &+ range.lowerBound)..<($0.upperBound &+ range.lowerBound)
+        }
+    }
+
+    /// Runs a scanner over the bytes at `range`: `contiguous` over raw memory when they lie
+    /// in one region (the common case: no iterator over the rope's regions), else `general`
+    /// with the rope's byte iterator. Both are the same generic scanner, specialized twice.
+    fileprivate func scan<Result>(
+        _ range: Range<Int>,
+        _ contiguous: (inout UnsafeRawBufferPointer.Iterator) throws(_ParseFailure) -> Result,
+        _ general: (inout ByteRope.Iterator) throws(_ParseFailure) -> Result
+    ) throws(_ParseFailure) -> Result {
+        // One region (the common case): its memory directly.
+        let whole = self.withContiguousStorageIfAvailable { bytes in
+            var iterator = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[range]).makeIterator()
+            return Swift.Result { () throws(_ParseFailure) in try contiguous(&iterator) }
+        }
+        if let whole { return try whole.get() }
+        // Several regions, `range` within one of them.
+        if !range.isEmpty {
+            let (region, start) = self.region(containing: range.lowerBound)
+            if range.upperBound &- start <= region.count {
+                let outcome = region.withUnsafeBytes { bytes in
+                    var iterator = UnsafeRawBufferPointer(
+                        rebasing: bytes[(range.lowerBound &- start)..<(range.upperBound &- start)]
+                    ).makeIterator()
+                    return Swift.Result { () throws(_ParseFailure) in try contiguous(&iterator) }
+                }
+                return try outcome.get()
+            }
+        }
+        var iterator = self.subrange(range).makeIterator()
+        return try general(&iterator)
+    }
+}

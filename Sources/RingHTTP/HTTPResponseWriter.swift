@@ -1,0 +1,289 @@
+//===----------------------------------------------------------------------===//
+// RingIO — RingHTTP
+//===----------------------------------------------------------------------===//
+
+import ByteRopes
+
+/// Serializes responses for vectored writes: the head in one new region, followed by the
+/// body's regions untouched.
+///
+///     let writer = HTTPResponseWriter(serverName: "RingIO")
+///     let bytes = writer.serialize(response, for: request.head)
+///     channel.write(offset: 0, data: bytes, queue: ring) { _, _, _ in }   // one writev
+///
+/// The head is written in this order:
+///
+///     HTTP/1.1 200 OK\r\n                 status line (always HTTP/1.1, RFC 9110 §6.2)
+///     Server: RingIO\r\n                  unless serverName is nil
+///     Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n   per `date`
+///     <response.headers, in order>
+///     Content-Length: 13\r\n              not for 1xx and 204, nor 304 without an explicit length
+///     Connection: close\r\n               or `keep-alive` to an HTTP/1.0 client kept open
+///     \r\n
+///
+/// A field you put in ``HTTPResponse/headers`` replaces the writer's own of the same name.
+public struct HTTPResponseWriter: Sendable {
+    /// Where the `Date` field comes from.
+    public enum DateSource: Hashable, Sendable {
+        /// The current time, formatted once per second for the whole process.
+        case current
+        /// A fixed time, in seconds since 1970 (for tests and reproducible output).
+        case fixed(secondsSince1970: Int)
+        /// No `Date` field (RFC 9110 §6.6.1 allows it for servers without a clock).
+        case omitted
+    }
+
+    /// The `Server` field's value; `nil` to send none.
+    public var serverName: String?
+
+    /// Where the `Date` field comes from.
+    public var date: DateSource
+
+    /// Creates a writer.
+    ///
+    /// - Parameters:
+    ///   - serverName: The `Server` field's value, `RingIO` by default; `nil` for none.
+    ///   - date: The `Date` field's source, the current time by default.
+    /// - Complexity: O(1).
+    public init(serverName: String? = "RingIO", date: DateSource = .current) {
+        self.serverName = serverName
+        self.date = date
+    }
+
+    /// `HTTP/1.1 100 Continue` and the empty line: the interim response that tells a client
+    /// which sent `Expect: 100-continue` to send its body.
+    public static let continueResponse = ByteRope(copying: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    /// The response's head followed by its body, as one rope: one region for the head, then
+    /// the body's regions as they are.
+    ///
+    /// For a `HEAD` request, and for statuses that have no body (1xx, 204, 304), the body is
+    /// left out; the head still announces ``HTTPResponse/contentLength`` (or the body's
+    /// length) for `HEAD`.
+    ///
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - request: The request it answers: its method decides whether a body is sent, its
+    ///     version and ``HTTPRequestHead/keepAlive`` the `Connection` field. `nil` (for
+    ///     example for an error before a request was parsed) means an HTTP/1.1 `GET`.
+    /// - Returns: The bytes to write.
+    /// - Precondition: ``HTTPResponse/contentLength``, when set, equals `body.count` unless
+    ///   the body is left out; header names are tokens.
+    /// - Complexity: O(*h* + log *r*) for *h* bytes of head and *r* body regions; one
+    ///   allocation for the head (the head is formatted on the stack when it is under about
+    ///   1 KiB), plus O(log *r*) tree nodes when the body has two or more regions.
+    public func serialize(_ response: HTTPResponse, for request: HTTPRequestHead? = nil) -> ByteRope {
+        let sendsBody = !(request?.method == .head) && !response.status.forbidsBody
+        var bytes = self.serializeHead(response, for: request)
+        if sendsBody { bytes.append(response.body) }
+        return bytes
+    }
+
+    /// The response's head alone, in one region: to write the body separately (for example a
+    /// file in chunks, or a chunked body as it is produced).
+    ///
+    /// - Parameters:
+    ///   - response: The response; only its length is taken from its body.
+    ///   - request: The request it answers, as in ``serialize(_:for:)``.
+    /// - Returns: The head, ending with the empty line.
+    /// - Precondition: As ``serialize(_:for:)``.
+    /// - Complexity: O(*h*) for *h* bytes of head; one allocation.
+    public func serializeHead(_ response: HTTPResponse, for request: HTTPRequestHead? = nil) -> ByteRope {
+        let isHead = request?.method == .head
+        let status = response.status
+        let sendsBody = !isHead && !status.forbidsBody
+        if sendsBody, let length = response.contentLength {
+            precondition(
+                length == response.body.count,
+                "HTTPResponse.contentLength \(length) differs from the body's \(response.body.count) bytes"
+            )
+        }
+
+        // Which fields the caller set, and how much room the head needs.
+        var own = _OwnFields()
+        var capacity = 64 + 64 + 24  // status line, Content-Length and Connection, final CRLF
+        for (name, value) in response.headers {
+            own.note(name)
+            capacity += name.utf8.count + value.utf8.count + 4
+        }
+        capacity += status.reasonPhrase.utf8.count
+        if let serverName = self.serverName { capacity += serverName.utf8.count + 10 }
+        capacity += HTTPDate.length + 8
+
+        let closes = Self.closesConnection(response, for: request)
+        return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { buffer in
+            var out = _HeadOutput(buffer.baseAddress!)
+            out.write("HTTP/1.1 ")
+            out.writeDecimal(status.code)
+            out.write(" ")
+            out.writeValue(status.reasonPhrase)
+            out.write("\r\n")
+            if let serverName = self.serverName, !own.server {
+                out.write("Server: ")
+                out.writeValue(serverName)
+                out.write("\r\n")
+            }
+            if !own.date {
+                switch self.date {
+                case .current:
+                    out.write("Date: ")
+                    HTTPDate.writeNow(to: out.cursor)
+                    out.advance(HTTPDate.length)
+                    out.write("\r\n")
+                case .fixed(let seconds):
+                    out.write("Date: ")
+                    HTTPDate.write(secondsSince1970: seconds, to: out.cursor)
+                    out.advance(HTTPDate.length)
+                    out.write("\r\n")
+                case .omitted:
+                    break
+                }
+            }
+            for (name, value) in response.headers {
+                out.writeName(name)
+                out.write(": ")
+                out.writeValue(value)
+                out.write("\r\n")
+            }
+            if !own.contentLength && !own.transferEncoding {
+                // No Content-Length in 1xx and 204 (RFC 9110 §8.6); in 304 only when given.
+                if status.code >= 200 && status.code != 204 && (status.code != 304 || response.contentLength != nil) {
+                    out.write("Content-Length: ")
+                    out.writeDecimal(response.contentLength ?? response.body.count)
+                    out.write("\r\n")
+                }
+            }
+            if !own.connection {
+                if closes {
+                    out.write("Connection: close\r\n")
+                } else if request?.version == .http1_0 {
+                    out.write("Connection: keep-alive\r\n")
+                }
+            }
+            out.write("\r\n")
+            let written = out.cursor - buffer.baseAddress!
+            assert(written <= capacity, "response head overran its estimate")
+            return ByteRope(copying: UnsafeRawBufferPointer(rebasing: buffer[..<written]))
+        }
+    }
+
+    /// Whether the connection must close after sending `response` to `request`: when the
+    /// response asks for it or the request did not ask to keep the connection open.
+    ///
+    /// - Complexity: O(1).
+    public static func closesConnection(_ response: HTTPResponse, for request: HTTPRequestHead?) -> Bool {
+        response.closeConnection || !(request?.keepAlive ?? true)
+    }
+
+    // MARK: Chunked responses
+
+    /// One chunk of a chunked body: the size in hexadecimal and CRLF (a new small region),
+    /// `data`'s regions untouched, then CRLF.
+    ///
+    /// For a chunked response, put `("Transfer-Encoding", "chunked")` in the headers (the
+    /// writer then sends no `Content-Length`), write the head with
+    /// ``serializeHead(_:for:)``, then each `chunk(_:)` and finally ``lastChunk``. Only
+    /// HTTP/1.1 clients understand it.
+    ///
+    /// - Parameter data: The chunk's bytes; an empty rope gives an empty result (a chunk of
+    ///   size 0 would end the body).
+    /// - Complexity: O(log *r*) for *r* regions of `data`; two small allocations.
+    public static func chunk(_ data: ByteRope) -> ByteRope {
+        guard !data.isEmpty else { return ByteRope() }
+        var size = String(data.count, radix: 16, uppercase: true)
+        size += "\r\n"
+        var chunk = ByteRope(copying: size.utf8)
+        chunk.append(data)
+        chunk.append(Self.crlf)
+        return chunk
+    }
+
+    /// The last chunk of a chunked body with no trailer fields: `0\r\n\r\n`.
+    public static let lastChunk = ByteRope(copying: "0\r\n\r\n".utf8)
+
+    private static let crlf = ByteRope(copying: "\r\n".utf8)
+}
+
+/// The fields the writer adds that the caller set already.
+private struct _OwnFields {
+    var contentLength = false
+    var transferEncoding = false
+    var connection = false
+    var server = false
+    var date = false
+
+    mutating func note(_ name: String) {
+        var key = _ShortKey()
+        for byte in name.utf8 { key.append(byte) }
+        switch key {
+        case .contentLength: self.contentLength = true
+        case .transferEncoding: self.transferEncoding = true
+        case .connection: self.connection = true
+        case .server: self.server = true
+        case .date: self.date = true
+        default: break
+        }
+    }
+}
+
+/// Writes a response head into memory sized for it.
+private struct _HeadOutput {
+    private(set) var cursor: UnsafeMutableRawPointer
+
+    init(_ start: UnsafeMutableRawPointer) {
+        self.cursor = start
+    }
+
+    mutating func advance(_ count: Int) {
+        self.cursor += count
+    }
+
+    mutating func write(_ text: StaticString) {
+        self.cursor.copyMemory(from: text.utf8Start, byteCount: text.utf8CodeUnitCount)
+        self.cursor += text.utf8CodeUnitCount
+    }
+
+    mutating func writeDecimal(_ value: Int) {
+        precondition(value >= 0, "negative length")
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        var remaining = value
+        for index in stride(from: digits - 1, through: 0, by: -1) {
+            self.cursor.storeBytes(
+                of: UInt8(truncatingIfNeeded: 0x30 + remaining % 10),
+                toByteOffset: index,
+                as: UInt8.self
+            )
+            remaining /= 10
+        }
+        self.cursor += digits
+    }
+
+    /// A field name: must be a token.
+    mutating func writeName(_ name: String) {
+        precondition(
+            !name.isEmpty && name.utf8.allSatisfy(_Syntax.isToken),
+            "HTTP response header name \(name.debugDescription) is not a token"
+        )
+        self.writeValue(name)
+    }
+
+    /// A field value or reason phrase: CR, LF and NUL become spaces.
+    mutating func writeValue(_ text: String) {
+        let start = self.cursor
+        var text = text
+        let count = text.withUTF8 { utf8 in
+            if let base = utf8.baseAddress { start.copyMemory(from: base, byteCount: utf8.count) }
+            return utf8.count
+        }
+        let bytes = start.assumingMemoryBound(to: UInt8.self)
+        for index in 0..<count where bytes[index] == _Syntax.cr || bytes[index] == _Syntax.lf || bytes[index] == 0 {
+            bytes[index] = _Syntax.space
+        }
+        self.cursor += count
+    }
+}

@@ -1,0 +1,152 @@
+//===----------------------------------------------------------------------===//
+// RingIO — RingHTTP
+//===----------------------------------------------------------------------===//
+
+/// The byte classes of the HTTP/1.1 grammar (RFC 9110 §5.6, RFC 9112), as branch-light
+/// functions with no table to load.
+enum _Syntax {
+    static let cr: UInt8 = 0x0D
+    static let lf: UInt8 = 0x0A
+    static let space: UInt8 = 0x20
+    static let tab: UInt8 = 0x09
+    static let colon: UInt8 = 0x3A
+    static let comma: UInt8 = 0x2C
+    static let semicolon: UInt8 = 0x3B
+
+    /// `CRLF CRLF`, the end of a header or trailer section, in static memory.
+    static var headEnd: UnsafeRawBufferPointer {
+        let pattern: StaticString = "\r\n\r\n"
+        return UnsafeRawBufferPointer(start: pattern.utf8Start, count: pattern.utf8CodeUnitCount)
+    }
+
+    /// `tchar`: `!#$%&'*+-.^_`|~`, digits and letters. The two masks hold one bit per byte
+    /// value below 64 and from 64 to 127.
+    @inline(__always)
+    static func isToken(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (0x03FF_6CFA_0000_0000 as UInt64) >> byte & 1 == 1 }
+        if byte < 128 { return (0x57FF_FFFF_C7FF_FFFE as UInt64) >> (byte &- 64) & 1 == 1 }
+        return false
+    }
+
+    /// A byte of a field value: `field-vchar` (VCHAR and obs-text), SP or HTAB — anything but
+    /// the other control characters and DEL.
+    @inline(__always)
+    static func isFieldValue(_ byte: UInt8) -> Bool {
+        byte == tab || (byte >= space && byte != 0x7F)
+    }
+
+    /// A byte of a request target: visible ASCII (no space, no control, no byte ≥ 0x80).
+    @inline(__always)
+    static func isTarget(_ byte: UInt8) -> Bool {
+        byte > space && byte < 0x7F
+    }
+
+    /// Optional whitespace (`OWS`): SP or HTAB.
+    @inline(__always)
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == space || byte == tab
+    }
+
+    /// The ASCII lowercase of `byte`; other bytes unchanged.
+    @inline(__always)
+    static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte &- 0x41 < 26 ? byte | 0x20 : byte
+    }
+
+    /// The value of a hexadecimal digit, or `nil`.
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case 0x30...0x39: return Int(byte &- 0x30)
+        case 0x41...0x46: return Int(byte &- 0x41 &+ 10)
+        case 0x61...0x66: return Int(byte &- 0x61 &+ 10)
+        default: return nil
+        }
+    }
+}
+
+/// Up to 24 bytes of a name or list element, lowercased and packed into three words, for
+/// allocation-free comparison with the few names the parser must recognize.
+///
+/// Bytes past the 24th only count towards `length`; every key we compare with is shorter, so
+/// a longer key never equals one of them.
+struct _ShortKey: Equatable {
+    var w0: UInt64 = 0
+    var w1: UInt64 = 0
+    var w2: UInt64 = 0
+    var length = 0
+
+    init() {}
+
+    init(_ name: StaticString) {
+        self.init()
+        name.withUTF8Buffer { bytes in
+            for byte in bytes { self.append(byte) }
+        }
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        let value = UInt64(_Syntax.lowercased(byte))
+        switch self.length {
+        case 0..<8: self.w0 |= value << (UInt64(self.length) &* 8)
+        case 8..<16: self.w1 |= value << (UInt64(self.length &- 8) &* 8)
+        case 16..<24: self.w2 |= value << (UInt64(self.length &- 16) &* 8)
+        default: break
+        }
+        self.length &+= 1
+    }
+
+    /// A key that equals no name: used for a list element that is not a single token.
+    static let malformed: _ShortKey = {
+        var key = _ShortKey()
+        key.length = -1
+        return key
+    }()
+
+    static let contentLength = _ShortKey("content-length")
+    static let transferEncoding = _ShortKey("transfer-encoding")
+    static let connection = _ShortKey("connection")
+    static let expect = _ShortKey("expect")
+    static let host = _ShortKey("host")
+    static let server = _ShortKey("server")
+    static let date = _ShortKey("date")
+    static let chunked = _ShortKey("chunked")
+    static let close = _ShortKey("close")
+    static let keepAlive = _ShortKey("keep-alive")
+    static let continue100 = _ShortKey("100-continue")
+}
+
+/// Splits a comma-separated list value (`#element`, RFC 9110 §5.6.1) into elements fed
+/// byte by byte, trimming OWS around them and skipping empty ones.
+struct _ListScanner {
+    private var key = _ShortKey()
+    /// Whitespace seen after the current element's bytes; another byte after it makes the
+    /// element more than one token.
+    private var pendingSpace = false
+    private var notAToken = false
+
+    init() {}
+
+    /// Feeds one byte; returns the element it completes (at a comma), if any.
+    @inline(__always)
+    mutating func feed(_ byte: UInt8) -> _ShortKey? {
+        if byte == _Syntax.comma {
+            return self.finish()
+        }
+        if _Syntax.isWhitespace(byte) {
+            if self.key.length > 0 { self.pendingSpace = true }
+            return nil
+        }
+        if self.pendingSpace { self.notAToken = true }
+        self.key.append(byte)
+        return nil
+    }
+
+    /// Ends the current element; returns it unless it is empty.
+    mutating func finish() -> _ShortKey? {
+        defer { self = _ListScanner() }
+        if self.key.length == 0 { return nil }
+        return self.notAToken ? .malformed : self.key
+    }
+}
