@@ -19,11 +19,14 @@ let package = Package(
         .library(name: "RingHTTP", targets: ["RingHTTP"]),
         .executable(name: "rope-tour", targets: ["RopeTour"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
+        .executable(name: "http-server", targets: ["HTTPServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // The example servers' command lines (not a dependency of the libraries).
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The HTTP server example's logging (not a dependency of the libraries).
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // liburing, imported per STYLE.md "Bringing in liburing" (the header order matters).
@@ -57,12 +60,23 @@ let package = Package(
             ],
             path: "Examples/EchoServer"
         ),
+        // The HTTP/1.1 server: RingIO and RingHTTP's public API only.
+        .executableTarget(
+            name: "HTTPServer",
+            dependencies: [
+                "RingIO",
+                "RingHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/HTTPServer"
+        ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
         .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
         .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
         // Runs the example servers as processes, with real clients; depends on them so that
         // `swift test` builds them.
-        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer", "HTTPServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,215 @@
+//===----------------------------------------------------------------------===//
+// RingIO — example: an HTTP/1.1 server on RingIO and RingHTTP's public API.
+//===----------------------------------------------------------------------===//
+
+import ArgumentParser
+import Dispatch
+import Logging
+import RingHTTP
+import RingIO
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where connection handlers run.
+enum Delivery: String, ExpressibleByArgument, CaseIterable {
+    /// On the ring that accepted the connection: no queue hop (the fast path).
+    case ring
+    /// On one serial DispatchQueue per connection: the classic GCD server.
+    case dispatch
+}
+
+@main
+struct HTTPServer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "http-server",
+        abstract: "An HTTP/1.1 server on io_uring: keep-alive, pipelining, static files without copies.",
+        discussion: """
+            Routes: GET / answers "Hello, World!"; POST /echo answers with the request's body;
+            any other GET or HEAD serves a file under --root (file bytes go from the read buffers
+            to the socket as they are). Bad input gets its status (400, 405, 408, 413, 414, 431,
+            501) and never a crash or a hang. Prints "http-server listening on HOST:PORT" first.
+            SIGINT or SIGTERM: stop accepting, finish what is in flight (at most
+            --drain-seconds), exit 0.
+            """
+    )
+
+    @Option(help: "The address to listen on: 127.0.0.1, ::1, 0.0.0.0, :: (IPv6 and IPv4), localhost.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port; 0 picks a free one (the bound port is printed).")
+    var port: UInt16 = 8080
+
+    @Option(help: "Rings (threads), each accepting on its own SO_REUSEPORT socket.")
+    var rings = RingLoopGroup.onlineCores
+
+    @Option(
+        help: "Where handlers run: 'ring' (the accepting ring's thread) or 'dispatch' (a DispatchQueue per connection)."
+    )
+    var queue: Delivery = .ring
+
+    @Option(help: "The directory static files are served from (none: every other path is 404).")
+    var root: String?
+
+    @Option(help: "The largest request body accepted, in bytes (larger: 413).")
+    var maxBody = 1 << 20
+
+    @Option(help: "Seconds a client may take to send a request's head and body (then 408).")
+    var headerTimeout = 10
+
+    @Option(help: "Seconds an idle keep-alive connection is kept open.")
+    var idleTimeout = 60
+
+    @Option(help: "The most connections at once; more wait in the backlog.")
+    var maxConnections = 10_000
+
+    @Flag(help: "Print one line per request: method, path, status, body bytes.")
+    var accessLog = false
+
+    @Option(help: "On SIGINT/SIGTERM, how long requests in flight may take to finish.")
+    var drainSeconds = 5
+
+    func validate() throws {
+        guard self.rings > 0 else { throw ValidationError("--rings must be at least 1") }
+        guard self.maxBody >= 0, self.headerTimeout > 0, self.idleTimeout > 0, self.drainSeconds >= 0 else {
+            throw ValidationError("--max-body and --drain-seconds must not be negative; timeouts must be positive")
+        }
+        guard self.maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
+        if let root = self.root {
+            var info = stat()
+            guard stat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw ValidationError("--root \(root) is not a directory")
+            }
+        }
+    }
+
+    func run() throws {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        let group = try RingLoopGroup(count: self.rings)
+        let server = try Server(configuration: self, group: group)
+        try server.start()
+        print("http-server listening on \(server.addresses.joined(separator: ", "))")
+        fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
+        server.waitUntilStopped()
+        group.shutdown()
+    }
+}
+
+/// The running server: listeners, live connections, shutdown.
+final class Server: Sendable {
+    let configuration: HTTPServer
+    let logger = Logger(label: "http-server")
+    let writer = HTTPResponseWriter(serverName: "RingIO")
+    /// The root directory, resolved (symlinks followed), to check served paths against.
+    let root: String?
+    private let group: RingLoopGroup
+    private let listeners = Mutex<[IOListener]>([])
+    private let connections = Mutex<[ObjectIdentifier: HTTPConnection]>([:])
+    let stopping = Atomic<Bool>(false)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let signalSources = Mutex<[IOSource]>([])
+
+    init(configuration: HTTPServer, group: RingLoopGroup) throws {
+        self.configuration = configuration
+        self.group = group
+        if let root = configuration.root {
+            guard let resolved = realpath(root, nil) else {
+                throw ValidationError("--root \(root) cannot be resolved")
+            }
+            self.root = String(cString: resolved)
+            free(resolved)
+        } else {
+            self.root = nil
+        }
+    }
+
+    var addresses: [String] {
+        self.listeners.withLock { $0.flatMap(\.localAddresses) }
+    }
+
+    func start() throws {
+        var options = IOListener.Options()
+        options.reusePort = true
+        options.maxConnections = max(1, self.configuration.maxConnections / self.group.rings.count)
+        var port = self.configuration.port
+        var listeners: [IOListener] = []
+        for ring in self.group.rings {
+            let listenerBox = ListenerBox()
+            let listener = try IOListener(
+                host: self.configuration.host,
+                port: port,
+                options: options,
+                ring: ring,
+                queue: ring
+            ) { event in
+                switch event {
+                case .accepted(let fd):
+                    self.accepted(fd, on: ring, listener: listenerBox)
+                case .failed(let error):
+                    self.logger.warning("accept failed: \(error) (retrying)")
+                }
+            }
+            listenerBox.listener.withLock { $0 = listener }
+            port = listener.port
+            listeners.append(listener)
+        }
+        self.listeners.withLock { $0 = listeners }
+        for signal in [SIGINT, SIGTERM] {
+            let source = IOSource.signal(signal, queue: self.group.rings[0])
+            source.setEventHandler { self.stop() }
+            source.resume()
+            self.signalSources.withLock { $0.append(source) }
+        }
+    }
+
+    private func accepted(_ fd: CInt, on ring: RingLoop, listener: ListenerBox) {
+        guard !self.stopping.load(ordering: .acquiring) else {
+            close(fd)
+            listener.connectionClosed()
+            return
+        }
+        let queue: any IOQueue =
+            self.configuration.queue == .ring ? ring : DispatchQueue(label: "http-server.connection")
+        let connection = HTTPConnection(fd: fd, ring: ring, queue: queue, server: self) { connection in
+            self.connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+            listener.connectionClosed()
+        }
+        self.connections.withLock { $0[ObjectIdentifier(connection)] = connection }
+        connection.start()
+    }
+
+    /// SIGINT/SIGTERM: stop accepting, let connections finish what they have (bounded), close.
+    private func stop() {
+        guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for listener in self.listeners.withLock({ $0 }) { listener.close() }
+        DispatchQueue.global().async {
+            for connection in self.connections.withLock({ Array($0.values) }) { connection.shutdown() }
+            let deadline = ContinuousClock.now + .seconds(self.configuration.drainSeconds)
+            while ContinuousClock.now < deadline, !self.connections.withLock({ $0.isEmpty }) {
+                usleep(5_000)
+            }
+            for connection in self.connections.withLock({ Array($0.values) }) { connection.stop() }
+            let closeDeadline = ContinuousClock.now + .seconds(2)
+            while ContinuousClock.now < closeDeadline, !self.connections.withLock({ $0.isEmpty }) {
+                usleep(5_000)
+            }
+            for source in self.signalSources.withLock({ $0 }) { source.cancel() }
+            self.stopped.signal()
+        }
+    }
+
+    func waitUntilStopped() {
+        self.stopped.wait()
+    }
+}
+
+/// The listener, set after it is made (its handler needs it to report closed connections).
+final class ListenerBox: Sendable {
+    let listener = Mutex<IOListener?>(nil)
+
+    func connectionClosed() {
+        self.listener.withLock { $0 }?.connectionClosed()
+    }
+}
