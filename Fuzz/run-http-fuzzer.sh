@@ -20,76 +20,19 @@
 # tree.
 set -euo pipefail
 
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo_root="$(cd "$script_dir/.." && pwd)"
-cd "$repo_root"
-
-seconds="${FUZZ_SECONDS:-60}"
-max_len="${FUZZ_MAX_LEN:-4096}"
-out="${FUZZ_OUT:-.build/fuzz-http}"
-sanitize="${FUZZ_SANITIZE-address}"
-swiftc="${SWIFTC:-swiftc}"
-build_only=0
-
-passthrough=()
-have_inputs=0
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --time)
-            [[ $# -ge 2 ]] || { echo "--time needs a number of seconds" >&2; exit 2; }
-            seconds="$2"
-            shift 2
-            ;;
-        --time=*)
-            seconds="${1#--time=}"
-            shift
-            ;;
-        --build-only)
-            build_only=1
-            shift
-            ;;
-        -h | --help)
-            sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
-            exit 0
-            ;;
-        -*)
-            passthrough+=("$1")
-            shift
-            ;;
-        *)
-            # A file or directory for libFuzzer: crash files to re-run, or corpus dirs.
-            passthrough+=("$1")
-            have_inputs=1
-            shift
-            ;;
-    esac
-done
-[[ "$seconds" =~ ^[0-9]+$ ]] || { echo "duration must be whole seconds, got '$seconds'" >&2; exit 2; }
+out=".build/fuzz-http"
+# shellcheck source=Fuzz/fuzz-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/fuzz-common.sh"
+fuzz_parse_args "$@"
 
 binary="$out/http-fuzzer"
 modules="$out/obj/modules"
-mkdir -p "$out/corpus" "$out/artifacts" "$modules"
-
-sanitizers="fuzzer"
-[[ -n "$sanitize" ]] && sanitizers="fuzzer,$sanitize"
+mkdir -p "$modules"
 
 # Rebuild only when a source changed.
 rope_sources=(Sources/ByteRopes/*.swift)
 http_sources=(Sources/RingHTTP/*.swift)
-sources=("${rope_sources[@]}" "${http_sources[@]}" Fuzz/HTTPParserFuzzer.swift)
-needs_build=0
-if [[ ! -x "$binary" ]]; then
-    needs_build=1
-else
-    for source in "${sources[@]}" "$0"; do
-        [[ "$source" -nt "$binary" ]] && needs_build=1
-    done
-fi
-if [[ -f "$out/.sanitizers" && "$(cat "$out/.sanitizers")" != "$sanitizers" ]]; then
-    needs_build=1
-fi
-
-if [[ $needs_build -eq 1 ]]; then
+if fuzz_needs_build "${rope_sources[@]}" "${http_sources[@]}" Fuzz/HTTPParserFuzzer.swift; then
     echo "building $binary (-sanitize=$sanitizers)" >&2
     start=$(date +%s)
     # Three modules, as in the package: the harness sees only the public API of RingHTTP and
@@ -106,7 +49,7 @@ if [[ $needs_build -eq 1 ]]; then
     "$swiftc" "${common[@]}" -use-ld=lld -module-name HTTPParserFuzz \
         Fuzz/HTTPParserFuzzer.swift "$out/obj/ByteRopes.o" "$out/obj/RingHTTP.o" \
         -o "$binary"
-    echo "$sanitizers" >"$out/.sanitizers"
+    fuzz_built
     echo "built in $(($(date +%s) - start)) s" >&2
 fi
 
@@ -122,18 +65,4 @@ if [[ -z "$(ls -A "$out/corpus")" ]]; then
     seed pipelined '\x6b\x01\x02\x10\x00\x38\x00GET /1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /%2e%2e/a HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
     seed small-limits '\x00\x03\x03\x01\x00\x02\x00\x09\x00GET / HTTP/1.1\r\nHost: x\r\n\r\n'
 fi
-
-# The Swift runtime's own crash backtracer would run (and can hang) next to libFuzzer's
-# crash handling; libFuzzer and ASan print the stack.
-export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:malloc_context_size=8:quarantine_size_mb=64}"
-
-args=(-max_len="$max_len" -artifact_prefix="$out/artifacts/" -print_final_stats=1 -dict=Fuzz/http-parser.dict)
-if [[ $have_inputs -eq 0 ]]; then
-    # Fuzzing: bounded in time, growing the corpus under $out.
-    args+=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048)
-    exec "$binary" "${args[@]}" "${passthrough[@]}" "$out/corpus"
-else
-    # Inputs given (a crash file to reproduce, or corpus directories): run on exactly those.
-    exec "$binary" "${args[@]}" "${passthrough[@]}"
-fi
+fuzz_run 10 -dict=Fuzz/http-parser.dict
