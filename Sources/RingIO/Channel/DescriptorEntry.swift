@@ -306,14 +306,11 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
             body(nil)
         case .failed(let error):
             body(error)
-        case .opening:
+        case .opening, .notOpened:
             self.openWaiters.append({ [unowned self] in
                 if case .failed(let error) = self.openState { body(error) } else { body(nil) }
             })
-        case .notOpened:
-            self.openWaiters.append({ [unowned self] in
-                if case .failed(let error) = self.openState { body(error) } else { body(nil) }
-            })
+            guard case .notOpened = self.openState else { return }
             self.openState = .opening
             if self.core.channelSupport.openPaths < _ChannelLimits.openPathsPerRing {
                 self.submitOpen()
@@ -377,6 +374,10 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     var hasReceived: Bool { !self.carry.isEmpty }
+
+    /// Whether the descriptor was opened with O_APPEND (writes go to the end whatever the
+    /// offset). Asked once, after the open: the flags must not change under a channel (R24).
+    private(set) lazy var appends: Bool = fcntl(self.fd, F_GETFL) & O_APPEND != 0
 
     /// Arms a receive for the head read if it wants data and none is armed.
     func receiveWanted() {

@@ -153,7 +153,7 @@ internal class _Operation: RingOperationTarget {
         let now = _Clock.nanoseconds(realtime: false)
         if deadline <= now { deadline = now &+ self.intervalNanoseconds }
         self.timerDeadline = deadline
-        let spec = _KernelTimespec(seconds: deadline / 1_000_000_000, nanoseconds: deadline % 1_000_000_000)
+        let spec = _KernelTimespec(nanoseconds: deadline)
         self.timerSpec = spec
         self.timer = self.submit(.timeoutAt(spec: spec, realtime: false), tag: Tag.timer)
     }

@@ -111,7 +111,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
                 return
             }
             self.start = start
-        } else if !self.entry.type.isStreamLike && !self.isAppending {
+        } else if !self.entry.type.isStreamLike && !self.entry.appends {
             // A stream write to a file: at explicit offsets from the position now, which is
             // set after the end (R61), as stream reads do. io_uring's own file-position mode
             // (-1) loses the limit check after a short write: a write stopped by
@@ -123,11 +123,6 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             }
         }
         self.issue()
-    }
-
-    /// O_APPEND: every write goes to the end whatever the offset; leave it to the kernel.
-    private var isAppending: Bool {
-        fcntl(self.entry.fd, F_GETFL) & O_APPEND != 0
     }
 
     override func finish() {

@@ -286,7 +286,9 @@ package enum RingRequest {
     /// itself) into `result`.
     case statx(directory: CInt, path: UnsafePointer<CChar>, flags: CInt, mask: StatxMask, result: _StatxResult)
     /// A timeout; `spec` must stay alive until the operation is submitted. `repeating`: fires
-    /// every period until cancelled (multishot timeout, Linux 6.4).
+    /// every period until cancelled (multishot timeout, Linux 6.4) — but an async cancel that
+    /// lands between a fire and its re-arm misses it and it runs on forever, so RingIO's own
+    /// timers re-arm one-shot ``timeoutAt(spec:realtime:)``s instead.
     case timeout(spec: _KernelTimespec, repeating: Bool)
     /// A one-shot timeout at an absolute time: CLOCK_MONOTONIC, or CLOCK_REALTIME when
     /// `realtime` (then it follows changes of the wall clock).
@@ -442,11 +444,7 @@ package final class _StatxResult: @unchecked Sendable {
 package final class _KernelTimespec: @unchecked Sendable {
     internal let pointer: UnsafeMutablePointer<__kernel_timespec>
 
-    package init(seconds: Int64, nanoseconds: Int64) {
-        self.pointer = .allocate(capacity: 1)
-        self.pointer.initialize(to: __kernel_timespec(tv_sec: seconds, tv_nsec: nanoseconds))
-    }
-
+    /// A duration, or an absolute time on a clock, in nanoseconds.
     package init(nanoseconds: Int64) {
         self.pointer = .allocate(capacity: 1)
         self.pointer.initialize(

@@ -257,7 +257,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     /// A one-shot that fired before its cancel landed is simply not re-armed.
     private func armTimer(at deadline: Int64, realtime: Bool) {
         self.timerDeadline = deadline
-        let spec = _KernelTimespec(seconds: deadline / 1_000_000_000, nanoseconds: deadline % 1_000_000_000)
+        let spec = _KernelTimespec(nanoseconds: deadline)
         self.timerSpec = spec
         self.armedTimer = self.submit(
             .timeoutAt(spec: spec, realtime: realtime),
