@@ -50,11 +50,9 @@ internal class _Operation: RingOperationTarget {
     private var timerSpec: _KernelTimespec?
     /// The armed tick's deadline, in monotonic nanoseconds.
     private var timerDeadline: Int64 = 0
-    /// The job that runs the queued handler calls, made on first delivery.
-    private var drainJob: (@Sendable () -> Void)?
 
     // MARK: Handler calls (any thread, see `deliver`)
-    private let calls = Mutex<(queued: [_HandlerCall], running: Bool)>(([], false))
+    private let calls = Mutex(_HandlerCalls())
     /// The calls being run; touched only by the one running drain.
     private var draining: [_HandlerCall] = []
 
@@ -162,55 +160,51 @@ internal class _Operation: RingOperationTarget {
 
     /// Sends one handler call to the operation's queue, after the calls before it (R32, D7).
     ///
-    /// The call's arguments wait in the operation's call list; one drain job per operation,
-    /// made once, runs them on the queue in order. A drain already scheduled or running picks
-    /// up calls added meanwhile, so a busy operation (a long read) allocates nothing per call
-    /// and its calls never overlap, even on a concurrent `DispatchQueue`.
+    /// The call's arguments wait in the operation's call list; the operation itself is the job
+    /// that runs them on the queue in order (``_RingRunnable``: no closure). A drain already
+    /// scheduled or running picks up calls added meanwhile, so a busy operation (a long read)
+    /// allocates nothing per call and its calls never overlap, even on a concurrent
+    /// `DispatchQueue`. A read's bytes that arrive while its previous call still waits join
+    /// that call (up to the high water mark): one handler call per batch of completions.
     final func deliver(done: Bool, data: ByteRope?, error: Errno?) {
         if self.countsHeldBytes, let data, !data.isEmpty {
             self.heldBytes.add(data.count, ordering: .relaxed)
         }
+        let call = _HandlerCall(done: done, data: data, error: error)
+        let mergeLimit = self.mergesDeliveries ? self.highWater : 0
         let mustSchedule = self.calls.withLock { calls in
-            calls.queued.append(_HandlerCall(done: done, data: data, error: error))
+            calls.append(call, mergingUpTo: mergeLimit)
             if calls.running { return false }
             calls.running = true
             return true
         }
-        if mustSchedule {
-            let job: @Sendable () -> Void
-            if let existing = self.drainJob {
-                job = existing
-            } else {
-                job = { self.drainCalls() }
-                self.drainJob = job
-            }
-            self.entry.core.deliver(on: self.queue, job)
-        }
-        // The job holds the operation strongly (a pending drain keeps it alive); after the
-        // final call nothing else is delivered, and dropping it here breaks the cycle.
-        if done { self.drainJob = nil }
+        // The delivered job holds the operation strongly until it has run.
+        if mustSchedule { self.entry.core.deliver(self, on: self.queue) }
     }
+
+    /// Whether a data call may join the previous one while it waits (stream and file reads:
+    /// any split of the bytes is a valid delivery; never a write's progress calls, R38).
+    var mergesDeliveries: Bool { false }
 
     /// Runs the queued handler calls until none is left. On the handler queue; one drainer at
     /// a time (the `running` flag), so `draining` needs no lock of its own.
-    private func drainCalls() {
+    final func runDelivered() {
         while true {
-            let more = self.calls.withLock { calls in
-                if calls.queued.isEmpty {
-                    calls.running = false
-                    return false
-                }
-                swap(&calls.queued, &self.draining)
-                return true
+            let first = self.calls.withLock { calls in
+                calls.take(restInto: &self.draining)
             }
-            guard more else { return }
-            for call in self.draining {
-                self.handler(call.done, call.data, call.error)
-                if self.countsHeldBytes && self.releasesOnReturn, let data = call.data, !data.isEmpty {
-                    self.release(data.count)
-                }
-            }
+            guard let first else { return }
+            self.run(first)
+            for call in self.draining { self.run(call) }
             self.draining.removeAll(keepingCapacity: true)
+        }
+    }
+
+    @inline(__always)
+    private func run(_ call: _HandlerCall) {
+        self.handler(call.done, call.data, call.error)
+        if self.countsHeldBytes && self.releasesOnReturn, let data = call.data, !data.isEmpty {
+            self.release(data.count)
         }
     }
 
@@ -267,9 +261,59 @@ internal class _Operation: RingOperationTarget {
 // the reference there (to schedule or stop it).
 extension _Operation: @unchecked Sendable {}
 
+extension _Operation: _RingRunnable {}
+
 /// The arguments of one handler call.
 internal struct _HandlerCall: Sendable {
     let done: Bool
-    let data: ByteRope?
+    var data: ByteRope?
     let error: Errno?
+}
+
+/// The handler calls of one operation waiting for its drain, oldest first. The first waits in
+/// `first`, so an operation with one call (most writes) never allocates an array.
+internal struct _HandlerCalls {
+    private var first: _HandlerCall?
+    private var rest: [_HandlerCall] = []
+    /// A drain is scheduled or running; cleared by the drain when it finds nothing left.
+    var running = false
+
+    /// Appends `call`. A data call (not final, no error, some bytes) joins the last waiting
+    /// data call when their bytes together are at most `mergeLimit` (0: never).
+    mutating func append(_ call: _HandlerCall, mergingUpTo mergeLimit: Int) {
+        if mergeLimit > 0, let data = call.data, Self.isDataCall(call) {
+            if !self.rest.isEmpty {
+                if Self.merge(data, into: &self.rest[self.rest.count - 1], limit: mergeLimit) { return }
+            } else if self.first != nil {
+                if Self.merge(data, into: &self.first!, limit: mergeLimit) { return }
+            }
+        }
+        if self.first == nil && self.rest.isEmpty {
+            self.first = call
+        } else {
+            self.rest.append(call)
+        }
+    }
+
+    /// Takes the oldest waiting call and moves the others to `rest` (empty, its storage kept
+    /// for reuse: the two arrays trade places); `nil`, and `running` cleared, when none waits.
+    mutating func take(restInto rest: inout [_HandlerCall]) -> _HandlerCall? {
+        guard let first = self.first else {
+            self.running = false
+            return nil
+        }
+        self.first = nil
+        if !self.rest.isEmpty { swap(&self.rest, &rest) }
+        return first
+    }
+
+    private static func isDataCall(_ call: _HandlerCall) -> Bool {
+        !call.done && call.error == nil && !(call.data?.isEmpty ?? true)
+    }
+
+    private static func merge(_ data: ByteRope, into waiting: inout _HandlerCall, limit: Int) -> Bool {
+        guard Self.isDataCall(waiting), waiting.data!.count + data.count <= limit else { return false }
+        waiting.data!.append(data)
+        return true
+    }
 }

@@ -43,6 +43,8 @@ internal class _ReadOperation: _Operation, @unchecked Sendable {
 
     var remaining: Int { self.length - self.received }
 
+    override var mergesDeliveries: Bool { true }
+
     override var completesAtOnce: Bool { self.length == 0 }
 
     override func completeAtOnce() {

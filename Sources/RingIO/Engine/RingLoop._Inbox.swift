@@ -51,20 +51,20 @@ internal final class _Inbox: @unchecked Sendable {
     }
 
     /// Takes every waiting job, oldest first. The consumer only.
-    internal func drain() -> [@Sendable () -> Void] {
-        var jobs: [@Sendable () -> Void] = []
+    internal func drain() -> [_RingJob] {
+        var jobs: [_RingJob] = []
         self.drain(into: &jobs)
         return jobs
     }
 
     /// Appends every waiting job to `jobs`, oldest first, reusing its storage. The consumer
     /// only.
-    internal func drain(into jobs: inout [@Sendable () -> Void]) {
+    internal func drain(into jobs: inout [_RingJob]) {
         guard var pointer = self.head.exchange(nil, ordering: .acquiring) else { return }
         let start = jobs.count
         while true {
             let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
-            jobs.append(node.job)
+            jobs.append(.closure(node.job))
             guard let next = node.next else { break }
             pointer = next
         }

@@ -42,14 +42,14 @@ internal final class _RingCore: @unchecked Sendable {
     /// Completions of the current batch, run after the CQ is drained.
     private var ready: ContiguousArray<_ReadyCompletion> = []
     /// Work enqueued on the ring from the ring thread: runs next turn, no wake-up.
-    private var localJobs: [@Sendable () -> Void] = []
+    private var localJobs: [_RingJob] = []
     /// The jobs of the turn being run, from the inbox and `localJobs`; both arrays keep their
     /// storage, so neither reallocates in the steady state.
-    private var runningJobs: [@Sendable () -> Void] = []
+    private var runningJobs: [_RingJob] = []
     /// The target of the eventfd read, made once.
     private var wakeUpTarget: _WakeUpTarget?
     /// Handlers bound for DispatchQueues in this turn, grouped per queue.
-    private var dispatchBatches: [(queue: DispatchQueue, work: [@Sendable () -> Void])] = []
+    private var dispatchBatches: [(queue: DispatchQueue, work: [_RingJob])] = []
     /// The eventfd read's buffer.
     private let wakeBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
     /// The provided receive buffers, registered on first use.
@@ -180,7 +180,7 @@ internal final class _RingCore: @unchecked Sendable {
 
     internal func enqueue(_ work: @escaping @Sendable () -> Void) {
         if self.isRingThread {
-            self.localJobs.append(work)
+            self.localJobs.append(.closure(work))
             return
         }
         if self.exited.load(ordering: .acquiring) {
@@ -386,17 +386,27 @@ internal final class _RingCore: @unchecked Sendable {
     /// Runs `work` on `queue`: inline after the current batch when `queue` is this ring,
     /// otherwise grouped with the turn's other work for the same DispatchQueue into one `async`.
     internal func deliver(on queue: some IOQueue, _ work: @escaping @Sendable () -> Void) {
+        self.deliver(.closure(work), on: queue)
+    }
+
+    /// As ``deliver(on:_:)`` for an object that runs itself: no closure is made on the ring's
+    /// own queue or a DispatchQueue (a channel operation's handler calls, once per batch).
+    internal func deliver(_ runnable: some _RingRunnable, on queue: some IOQueue) {
+        self.deliver(.runnable(runnable), on: queue)
+    }
+
+    private func deliver(_ job: _RingJob, on queue: some IOQueue) {
         self.assertOnRingThread()
         if let ring = queue as? RingLoop, ring.core === self {
-            self.localJobs.append(work)
+            self.localJobs.append(job)
         } else if let dispatchQueue = queue as? DispatchQueue {
             if let index = self.dispatchBatches.firstIndex(where: { $0.queue === dispatchQueue }) {
-                self.dispatchBatches[index].work.append(work)
+                self.dispatchBatches[index].work.append(job)
             } else {
-                self.dispatchBatches.append((dispatchQueue, [work]))
+                self.dispatchBatches.append((dispatchQueue, [job]))
             }
         } else {
-            queue.enqueue(work)
+            queue.enqueue { job.run() }
         }
     }
 
@@ -404,7 +414,7 @@ internal final class _RingCore: @unchecked Sendable {
         for batch in self.dispatchBatches {
             let work = batch.work
             batch.queue.async {
-                for item in work { item() }
+                for item in work { item.run() }
             }
         }
         self.dispatchBatches.removeAll(keepingCapacity: true)
@@ -478,7 +488,7 @@ internal final class _RingCore: @unchecked Sendable {
         // Index loop: a job may append to `localJobs`, never to `runningJobs`.
         var index = 0
         while index < self.runningJobs.count {
-            self.runningJobs[index]()
+            self.runningJobs[index].run()
             index += 1
         }
         self.runningJobs.removeAll(keepingCapacity: true)
@@ -636,4 +646,28 @@ internal final class _Counters: Sendable {
             fallbackReceives: self.fallbackReceives.load(ordering: .relaxed)
         )
     }
+}
+
+/// Work for the ring's own queue or a DispatchQueue: a closure, or an object that runs itself
+/// (no closure context to allocate).
+internal enum _RingJob: @unchecked Sendable {
+    // @unchecked: a runnable is made on the ring thread and run on the queue it was delivered
+    // to; `_RingRunnable` requires what running it there needs.
+    case closure(@Sendable () -> Void)
+    case runnable(any _RingRunnable)
+
+    @inline(__always)
+    func run() {
+        switch self {
+        case .closure(let work): work()
+        case .runnable(let runnable): runnable.runDelivered()
+        }
+    }
+}
+
+/// An object delivered to a queue as itself (``_RingCore/deliver(_:on:)``): it must be safe to
+/// run on that queue, as a `@Sendable` closure would be.
+internal protocol _RingRunnable: AnyObject {
+    /// Runs on the queue the object was delivered to.
+    func runDelivered()
 }
