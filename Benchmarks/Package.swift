@@ -23,6 +23,9 @@ let package = Package(
         .package(name: "RingIO", path: ".."),
         // `Errno` in IOChannel's handlers (already resolved: RingIO and package-benchmark use it).
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // The throughput comparison only: its command line, and the SwiftNIO baselines.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         .executableTarget(
@@ -66,14 +69,90 @@ let package = Package(
                 .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
         ),
-        // What the I/O benchmarks share: configurations, fixtures built in setup, socketpairs.
-        // A library, so package-benchmark does not take it for a benchmark executable.
+        // What the I/O benchmarks share: configurations, fixtures built in setup, socketpairs, the
+        // large test file and its readers. A library, so package-benchmark does not take it for a
+        // benchmark executable.
         .target(
             name: "IOBenchmarkSupport",
             dependencies: [
-                .product(name: "Benchmark", package: "benchmark")
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "RingIO", package: "RingIO"),
             ],
             path: "Benchmarks/IOBenchmarkSupport"
+        ),
+
+        // MARK: The throughput comparison (Throughput/README.md; not package-benchmark targets:
+        // the plugin runs only executables whose folder sits directly in Benchmarks/Benchmarks).
+
+        // `swift run -c release --package-path Benchmarks throughput`: builds nothing itself; its
+        // dependencies on the servers, the load generator and the file reader make `swift run`
+        // build them.
+        .executableTarget(
+            name: "throughput",
+            dependencies: [
+                "ThroughputSupport",
+                "loadgen",
+                "file-read",
+                "dispatch-echo-server",
+                "nio-server",
+                "uring-echo-server",
+                .product(name: "echo-server", package: "RingIO"),
+                .product(name: "http-server", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Throughput/Throughput"
+        ),
+        // The load generator: N connections, ping-pong (depth 1 or pipelined), streaming,
+        // HTTP and idle modes; checks every byte that comes back.
+        .executableTarget(
+            name: "loadgen",
+            dependencies: [
+                "CEpoll",
+                "ThroughputSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Throughput/LoadGen"
+        ),
+        // <sys/epoll.h>, which Swift's Glibc module leaves out.
+        .target(name: "CEpoll", path: "Throughput/CEpoll"),
+        // A 2 GiB warm-cache read by a random-access IOChannel or DispatchIO, in its own process.
+        .executableTarget(
+            name: "file-read",
+            dependencies: [
+                "IOBenchmarkSupport",
+                "ThroughputSupport",
+                .product(name: "RingIO", package: "RingIO"),
+            ],
+            path: "Throughput/FileRead"
+        ),
+        // Baselines: the classic GCD echo server (DispatchSource accept, DispatchIO low water 1).
+        .executableTarget(
+            name: "dispatch-echo-server",
+            dependencies: ["ThroughputSupport"],
+            path: "Throughput/DispatchEchoServer"
+        ),
+        // Baselines: SwiftNIO echo and HTTP/1.1 hello servers on one event loop.
+        .executableTarget(
+            name: "nio-server",
+            dependencies: [
+                "ThroughputSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Throughput/NIOServer"
+        ),
+        // Baselines: the physical reference, a minimal C liburing echo server (multishot accept
+        // and recv into a provided buffer ring, sends straight from the received buffers).
+        .executableTarget(
+            name: "uring-echo-server",
+            path: "Throughput/UringEchoServer",
+            linkerSettings: [.linkedLibrary("uring")]
+        ),
+        // What the throughput tools share: /proc readings, latency histograms, results, ports.
+        .target(
+            name: "ThroughputSupport",
+            path: "Throughput/ThroughputSupport"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -7,10 +7,11 @@
 #     bash Benchmarks/run-threshold-check.sh
 #
 # Non-interactive: reads no standard input and asks for no permission. It checks only the
-# checked benchmarks (names matching CHECKED_FILTER: the ByteRope ones) and only their
-# mallocCountTotal, against Thresholds/<swift major.minor>/ (STYLE.md rule 15: allocations are a
+# checked benchmarks (names matching CHECKED_FILTER: the ByteRope ones and three engine ones) and
+# only their mallocCountTotal, against Thresholds/<swift major.minor>/ (STYLE.md rule 15: allocations are a
 # contract, time is a report). Any deviation fails, an improvement included: thresholds are
-# exact, so an improvement must be recorded deliberately with the update command printed below.
+# exact (the engine ones within 2%, see checkedIO in IOBenchmarkSupport), so an improvement must
+# be recorded deliberately with the update command printed below.
 #
 # Exit status: 0 when every checked malloc count equals its threshold; non-zero on a build
 # failure, a missing threshold directory, or any deviation.
@@ -21,11 +22,15 @@
 
 set -euo pipefail
 
-readonly CHECKED_FILTER='.*_ByteRope.*'
+# The ByteRope benchmarks, and the engine benchmarks whose count per operation is deterministic
+# (one thread does all the work, or the other only enqueues).
+readonly CHECKED_FILTER='.*_ByteRope.*|NopChain_RingIO|CrossThreadRoundTrip_RingIONopDeliveredOnRing|PingPong64B_RingIOChannelOnOneRing'
 readonly CHECKED_METRIC='mallocCountTotal'
-# The only target with checked benchmarks. Without --target, package-benchmark builds (and
-# starts, to list their benchmarks) every benchmark target, the I/O ones included.
-readonly CHECKED_TARGET='ByteRopeBenchmarks'
+# The targets with checked benchmarks. Without --target, package-benchmark builds (and starts,
+# to list their benchmarks) every benchmark target, ChannelBenchmarks included.
+readonly CHECKED_TARGETS=(ByteRopeBenchmarks EngineBenchmarks)
+target_arguments=()
+for target in "${CHECKED_TARGETS[@]}"; do target_arguments+=(--target "$target"); done
 
 log() { printf -- '** %s\n' "$*" >&2; }
 fatal() { printf -- '** ERROR: %s\n' "$*" >&2; exit 1; }
@@ -37,12 +42,12 @@ swift_version="${SWIFT_VERSION:-$(swift --version 2>/dev/null | sed -nE 's/.*Swi
 [[ -n "$swift_version" ]] || fatal "could not tell the Swift version from 'swift --version'; set SWIFT_VERSION"
 thresholds="Thresholds/${swift_version}/"
 [[ -d "$thresholds" ]] || fatal "no thresholds for Swift ${swift_version} (Benchmarks/${thresholds} is missing). Generate them with:
-    cd Benchmarks && swift package --allow-writing-to-package-directory benchmark thresholds update --target ${CHECKED_TARGET} --path ${thresholds} --filter '${CHECKED_FILTER}' --metric ${CHECKED_METRIC}"
+    cd Benchmarks && swift package --allow-writing-to-package-directory benchmark thresholds update ${target_arguments[*]} --path ${thresholds} --filter '${CHECKED_FILTER}' --metric ${CHECKED_METRIC}"
 
 start=$SECONDS
 
 log "Resolving and building the Benchmarks package (release)..."
-swift build -c release --product "$CHECKED_TARGET" </dev/null
+for target in "${CHECKED_TARGETS[@]}"; do swift build -c release --product "$target" </dev/null; done
 log "Built in $((SECONDS - start)) s."
 
 log "Checking ${CHECKED_METRIC} of '${CHECKED_FILTER}' against Benchmarks/${thresholds}..."
@@ -50,7 +55,7 @@ output="$(mktemp)"
 trap 'rm -f "$output"' EXIT
 set +e
 swift package --allow-writing-to-package-directory benchmark thresholds check \
-    --target "$CHECKED_TARGET" \
+    "${target_arguments[@]}" \
     --path "$thresholds" \
     --filter "$CHECKED_FILTER" \
     --metric "$CHECKED_METRIC" \
@@ -64,7 +69,7 @@ if [[ $rc -eq 0 ]]; then
     exit 0
 fi
 
-update_command="cd Benchmarks && swift package --allow-writing-to-package-directory benchmark thresholds update --target ${CHECKED_TARGET} --path ${thresholds} --filter '${CHECKED_FILTER}' --metric ${CHECKED_METRIC}"
+update_command="cd Benchmarks && swift package --allow-writing-to-package-directory benchmark thresholds update ${target_arguments[*]} --path ${thresholds} --filter '${CHECKED_FILTER}' --metric ${CHECKED_METRIC}"
 if grep -q 'is WORSE than the defined thresholds' "$output"; then
     log "FAILED: a checked benchmark allocates more than its threshold (see the table above)."
     log "Fix the regression, or, if the extra allocations are intended, record them deliberately with:"

@@ -1,9 +1,9 @@
 //===----------------------------------------------------------------------===//
-// RingIO — benchmarks: one read of a whole large file, RingIO's IOChannel beside DispatchIO.
+// RingIO — benchmarks: one read of a whole large file, RingIO's IOChannel beside DispatchIO
+// (the FileRead_* benchmarks and the throughput comparison's `file-read` tool).
 //===----------------------------------------------------------------------===//
 
 import Dispatch
-import IOBenchmarkSupport
 import RingIO
 import SystemPackage
 
@@ -14,7 +14,7 @@ import Glibc
 /// Reads the whole ``TestFile`` with one read operation of length `Int.max` on a new
 /// random-access channel, low water left at its default (one 1 MiB chunk for both), then
 /// closes the channel. The descriptor is opened once, in setup.
-protocol WholeFileReader: IOFixture {
+public protocol WholeFileReader: IOFixture {
     /// Reads the file once; returns the bytes delivered. When `checking`, checks every piece.
     func readWholeFile(checking: Bool) -> Int
 }
@@ -40,20 +40,20 @@ private final class ReadTally: @unchecked Sendable {
 
 // MARK: - RingIO
 
-final class RingIOFileReader: WholeFileReader {
+public final class RingIOFileReader: WholeFileReader {
     private let ring: RingLoop
     private let fd: CInt
     private let queue: any IOQueue
 
     /// - Parameter handlersOnRing: handlers on the ring's thread (no hop), or on a serial
     ///   DispatchQueue (as DispatchIO's).
-    init(handlersOnRing: Bool) throws {
+    public init(handlersOnRing: Bool) throws {
         self.ring = try RingLoop()
         self.fd = TestFile.open()
         self.queue = handlersOnRing ? self.ring : DispatchQueue(label: "RingIO.benchmarks.file")
     }
 
-    func readWholeFile(checking: Bool) -> Int {
+    public func readWholeFile(checking: Bool) -> Int {
         let tally = ReadTally(checking: checking)
         let cleanedUp = DispatchSemaphore(value: 0)
         let channel = IOChannel(kind: .randomAccess, fileDescriptor: self.fd, queue: self.queue, ring: self.ring) {
@@ -75,7 +75,7 @@ final class RingIOFileReader: WholeFileReader {
         return tally.bytes
     }
 
-    func tearDown() {
+    public func tearDown() {
         closeOrDie(self.fd)
         self.ring.shutdown()
     }
@@ -83,15 +83,15 @@ final class RingIOFileReader: WholeFileReader {
 
 // MARK: - DispatchIO
 
-final class DispatchIOFileReader: WholeFileReader {
+public final class DispatchIOFileReader: WholeFileReader {
     private let fd: CInt
     private let queue = DispatchQueue(label: "RingIO.benchmarks.file")
 
-    init() {
+    public init() {
         self.fd = TestFile.open()
     }
 
-    func readWholeFile(checking: Bool) -> Int {
+    public func readWholeFile(checking: Bool) -> Int {
         let tally = ReadTally(checking: checking)
         let cleanedUp = DispatchSemaphore(value: 0)
         let channel = DispatchIO(type: .random, fileDescriptor: self.fd, queue: self.queue) { error in
@@ -109,7 +109,7 @@ final class DispatchIOFileReader: WholeFileReader {
         return tally.bytes
     }
 
-    func tearDown() {
+    public func tearDown() {
         closeOrDie(self.fd)
     }
 }

@@ -41,6 +41,18 @@ public func reportedIO(
     )
 }
 
+/// As ``reportedIO(scalingFactor:warmupIterations:maxDuration:maxIterations:extraMetrics:)``,
+/// with the malloc count *checked*: its p90 must equal the stored threshold within 2% (an
+/// engine benchmark's count per operation is deterministic when one thread does all the work —
+/// a no-op chain, a ping-pong on one ring — and the 2% absorbs a rare extra allocation, never
+/// one more per operation). Names of checked I/O benchmarks are listed in
+/// `run-threshold-check.sh`'s filter; wall clock and CPU time stay reports.
+public func checkedIO(scalingFactor: BenchmarkScalingFactor = .one) -> Benchmark.Configuration {
+    var configuration = reportedIO(scalingFactor: scalingFactor)
+    configuration.thresholds?[.mallocCountTotal] = .init(relative: [.p90: 2], absolute: [:])
+    return configuration
+}
+
 /// Custom metrics the I/O benchmarks record with `benchmark.measurement(_:_:)`, one value per
 /// measured iteration, already per operation or per second (never divided again by the
 /// scaling factor).

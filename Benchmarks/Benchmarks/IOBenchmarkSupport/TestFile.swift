@@ -2,13 +2,11 @@
 // RingIO — benchmarks: the large file the read benchmarks (and run-fio-baseline.sh) read.
 //===----------------------------------------------------------------------===//
 
-import IOBenchmarkSupport
-
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The file read by the `FileRead_*` benchmarks, created once and reused by later runs.
+/// The file read by the `FileRead_*` benchmarks and the throughput comparison's `file-read`, created once and reused by later runs.
 ///
 /// Environment (run-fio-baseline.sh reads the same two variables the same way):
 ///
@@ -18,11 +16,11 @@ import Glibc
 ///
 /// Contents: each 8-byte little-endian word holds its own offset, so a read can be checked
 /// anywhere without a second copy of the file.
-enum TestFile {
-    static let defaultSize = "2G"
+public enum TestFile {
+    public static let defaultSize = "2G"
 
     /// The size in bytes, from `RINGIO_BENCH_FILE_SIZE`.
-    static let size: Int = {
+    public static let size: Int = {
         let text = getenv("RINGIO_BENCH_FILE_SIZE").map { String(cString: $0) } ?? defaultSize
         guard let size = parseSize(text), size > 0, size % 8 == 0 else {
             fatalError(
@@ -33,13 +31,13 @@ enum TestFile {
     }()
 
     /// The path, from `RINGIO_BENCH_FILE`.
-    static let path: String = {
+    public static let path: String = {
         if let path = getenv("RINGIO_BENCH_FILE"), path.pointee != 0 { return String(cString: path) }
         return "/tmp/ringio-bench-\(size).bin"
     }()
 
     /// `123`, `64K`, `512M`, `2G` (binary multiples), or `nil`.
-    static func parseSize(_ text: String) -> Int? {
+    public static func parseSize(_ text: String) -> Int? {
         let shifts: [Character: Int] = ["K": 10, "k": 10, "M": 20, "m": 20, "G": 30, "g": 30]
         if let last = text.last, let shift = shifts[last] {
             return Int(text.dropLast()).flatMap { $0 <= Int.max >> shift ? $0 << shift : nil }
@@ -49,13 +47,13 @@ enum TestFile {
 
     /// The word at `offset` (a multiple of 8).
     @inline(__always)
-    static func word(at offset: Int) -> UInt64 {
+    public static func word(at offset: Int) -> UInt64 {
         UInt64(offset).littleEndian
     }
 
     /// Creates the file unless a file of the right size and contents is already there, and
     /// syncs it, so no write-back runs during a measurement. Returns a read-only descriptor.
-    static func open() -> CInt {
+    public static func open() -> CInt {
         if !self.looksRight() {
             self.create()
         }
@@ -108,7 +106,7 @@ enum TestFile {
 
     /// Checks a delivered piece, `bytes` read at `offset`: the first word of every 4 KiB page
     /// that starts in it (pieces may have any size).
-    static func verify(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
+    public static func verify(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
         var page = (offset + 4095) & ~4095
         while page + 8 <= offset + bytes.count {
             let word = bytes.loadUnaligned(fromByteOffset: page - offset, as: UInt64.self)

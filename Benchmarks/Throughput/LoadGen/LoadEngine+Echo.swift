@@ -1,0 +1,97 @@
+//===----------------------------------------------------------------------===//
+// RingIO — throughput comparison: the echo workloads (ping-pong, streaming, idle).
+//===----------------------------------------------------------------------===//
+
+extension LoadEngine {
+    /// Checks `count` bytes just received on connection `index` against the pattern, and
+    /// accounts for the messages they complete.
+    ///
+    /// Every byte is compared with the byte sent at the same stream offset (one `memcmp`: the
+    /// receive buffer holds at most ``BytePattern/span`` bytes).
+    @inline(__always)
+    mutating func consumeEcho(_ index: Int, count: Int, at now: UInt64) throws(LoadFailure) {
+        let connection = self.connections + index
+        let received = connection.pointee.received
+        let total = received + count
+        guard total <= connection.pointee.sent else {
+            throw .connection(
+                index,
+                "received \(total) bytes, more than the \(connection.pointee.sent) sent "
+                    + "(the extra bytes start at offset \(connection.pointee.sent))"
+            )
+        }
+        let phase = connection.pointee.receivePhase
+        if let difference = Memory.firstDifference(
+            self.receiveBuffer.base,
+            self.pattern.bytes(at: phase),
+            count: count
+        ) {
+            let got = self.receiveBuffer.base.load(fromByteOffset: difference, as: UInt8.self)
+            let expected = self.pattern.byte(at: phase + difference)
+            throw .connection(
+                index,
+                "wrong byte at offset \(received + difference) of the echo: \(got), expected \(expected) "
+                    + "(message \((received + difference) / self.unit), byte \((received + difference) % self.unit))"
+            )
+        }
+        connection.pointee.receivePhase = BytePattern.advance(phase, by: count)
+        connection.pointee.received = total
+
+        // Messages whose last byte is in this read: first..<last.
+        let first = received / self.unit
+        let last = total / self.unit
+        if self.recording {
+            self.bytes += count
+            self.operations += last - first
+        }
+        guard last > first else { return }
+        switch self.mode {
+        case .pingpong:
+            if self.recording {
+                self.recordLatencies(index, first, last, now: now)
+            }
+            // Keep `depth` messages in flight: one new message per message back.
+            connection.pointee.allowed += (last - first) * self.unit
+        case .idle:
+            connection.pointee.state = .finished
+            self.settled += 1
+        case .stream, .http:
+            break
+        }
+    }
+
+    /// Streaming: writes `size`-byte chunks (a partly written one first) while less than the
+    /// stream window is unechoed, at most 16 writes per call so other connections get their turn.
+    @inline(__always)
+    mutating func sendStream(_ index: Int) throws(LoadFailure) {
+        let connection = self.connections + index
+        var writes = 0
+        while connection.pointee.sent - connection.pointee.received < self.streamWindow {
+            guard writes < 16 else {
+                // Writable still: epoll comes back at once, after the others.
+                try self.watchWritable(index, true)
+                return
+            }
+            let phase = connection.pointee.sendPhase
+            let length = min(self.unit - connection.pointee.sent % self.unit, self.pattern.span)
+            switch Syscalls.send(connection.pointee.fd, self.pattern.bytes(at: phase), length) {
+            case .transferred(let count):
+                connection.pointee.sent += count
+                connection.pointee.sendPhase = BytePattern.advance(phase, by: count)
+                writes += 1
+                if count < length {
+                    try self.watchWritable(index, true)
+                    return
+                }
+            case .wouldBlock:
+                try self.watchWritable(index, true)
+                return
+            case .failed(let error):
+                throw .connection(index, "send failed at offset \(connection.pointee.sent): \(error)")
+            case .endOfStream:
+                preconditionFailure("send does not report an end of stream")
+            }
+        }
+        try self.watchWritable(index, false)
+    }
+}

@@ -1,0 +1,275 @@
+//===----------------------------------------------------------------------===//
+// RingIO — throughput comparison: the SwiftNIO baselines, an echo server and an HTTP/1.1
+// "Hello, World!" server, on one event loop.
+//
+//   nio-server --protocol echo|http --port P [--host 127.0.0.1]
+//
+// Written the way NIO's own examples are (NIOEchoServer, NIOHTTP1Server), tuned as NIO's
+// authors would: the default allocator and read settings, flush once per read burst, and for
+// HTTP a response head that is built once a second and only referenced per request.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Command line
+
+/// What the command line asked for.
+struct Options {
+    enum ServedProtocol: String {
+        case echo
+        case http
+    }
+
+    var servedProtocol: ServedProtocol?
+    var host = "127.0.0.1"
+    var port: Int?
+
+    /// Parses `arguments` (without the program name); on bad input prints why and exits 2.
+    static func parse(_ arguments: [String]) -> Options {
+        var options = Options()
+        var remaining = arguments[...]
+        while let option = remaining.popFirst() {
+            guard let value = remaining.popFirst() else { usage("\(option) needs a value") }
+            switch option {
+            case "--protocol":
+                guard let served = ServedProtocol(rawValue: value) else { usage("--protocol must be echo or http") }
+                options.servedProtocol = served
+            case "--port":
+                guard let port = UInt16(value) else { usage("--port must be a number from 0 to 65535") }
+                options.port = Int(port)
+            case "--host":
+                var address = in_addr()
+                guard inet_pton(AF_INET, value, &address) == 1 else { usage("--host must be an IPv4 address") }
+                options.host = value
+            default:
+                usage("unknown option \(option)")
+            }
+        }
+        guard options.servedProtocol != nil else { usage("--protocol is required") }
+        guard options.port != nil else { usage("--port is required") }
+        return options
+    }
+}
+
+/// Writes a line to standard error (with `write(2)`: `stderr` is a global var, not concurrency-safe).
+func printError(_ message: String) {
+    var line = "nio-server: \(message)\n"
+    line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+}
+
+func usage(_ message: String) -> Never {
+    printError("\(message)\nusage: nio-server --protocol echo|http --port P [--host 127.0.0.1]")
+    exit(2)
+}
+
+// MARK: - Echo
+
+/// Writes every buffer back as it came and flushes once per read burst (NIO's echo example),
+/// and on a half-close closes only after everything read has been written back.
+final class EchoHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.write(data, promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let event = event as? ChannelEvent, event == .inputClosed else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        // The peer sent EOF (possible because `allowRemoteHalfClosure` is on; otherwise NIO
+        // would close at once and drop writes still queued). Writes complete in order, so an
+        // empty write's completion means all the echoed bytes are on the wire.
+        context.writeAndFlush(Self.wrapOutboundOut(ByteBuffer())).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+// MARK: - HTTP
+
+/// The response head, rebuilt once a second with a fresh `Date`; requests only reference it.
+/// Confined to its event loop.
+final class ResponseHeadCache {
+    private(set) var head: HTTPResponseHead
+
+    private init() {
+        self.head = Self.makeHead()
+    }
+
+    /// A cache on `eventLoop` (call there), refreshed just after every full second.
+    static func make(on eventLoop: any EventLoop) -> NIOLoopBound<ResponseHeadCache> {
+        let cache = NIOLoopBound(ResponseHeadCache(), eventLoop: eventLoop)
+        Self.scheduleRefresh(cache, on: eventLoop)
+        return cache
+    }
+
+    /// Re-aimed at the wall clock's next second each time (a repeated task would drift), and a
+    /// millisecond past it, so that the clock read there is surely in the new second.
+    private static func scheduleRefresh(_ cache: NIOLoopBound<ResponseHeadCache>, on eventLoop: any EventLoop) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        eventLoop.scheduleTask(in: .nanoseconds(1_000_000_000 - Int64(now.tv_nsec) + 1_000_000)) {
+            cache.value.head = Self.makeHead()
+            Self.scheduleRefresh(cache, on: eventLoop)
+        }
+    }
+
+    private static func makeHead() -> HTTPResponseHead {
+        // Not `time(nil)`: glibc answers it from the coarse clock, which just after a second
+        // starts still reads the one before (by up to a tick).
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let headers = HTTPHeaders([
+            ("Server", "SwiftNIO"),
+            ("Date", imfFixdate(now.tv_sec)),
+            ("Content-Type", "text/plain"),
+            ("Content-Length", "13"),
+        ])
+        return HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)
+    }
+}
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110 IMF-fixdate), independent of the locale.
+func imfFixdate(_ seconds: time_t) -> String {
+    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    var seconds = seconds
+    var fields = tm()
+    gmtime_r(&seconds, &fields)
+    func twoDigits(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    return "\(days[Int(fields.tm_wday)]), \(twoDigits(fields.tm_mday)) \(months[Int(fields.tm_mon)]) "
+        + "\(1900 + fields.tm_year) \(twoDigits(fields.tm_hour)):\(twoDigits(fields.tm_min)):"
+        + "\(twoDigits(fields.tm_sec)) GMT"
+}
+
+/// Answers every request with 200 "Hello, World!". Sits behind `configureHTTPServerPipeline()`,
+/// whose pipelining handler hands it one request at a time, in order.
+final class HelloHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// The body, shared by every response (a ByteBuffer write only retains it).
+    private static let body = ByteBuffer(string: "Hello, World!")
+
+    private let cache: ResponseHeadCache
+    private var request: HTTPRequestHead?
+
+    init(cache: ResponseHeadCache) {
+        self.cache = cache
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch Self.unwrapInboundIn(data) {
+        case .head(let request):
+            self.request = request
+        case .body:
+            break
+        case .end:
+            guard let request = self.request else { return }
+            self.request = nil
+            self.respond(to: request, context: context)
+        }
+    }
+
+    private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) {
+        let keepAlive = request.isKeepAlive
+        var head = self.cache.head
+        if request.version != .http1_1 || !keepAlive {
+            // The rare paths (HTTP/1.0, `Connection: close`) copy the cached head.
+            head.version = request.version
+            head.headers.replaceOrAdd(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        }
+        context.write(Self.wrapOutboundOut(.head(head)), promise: nil)
+        if request.method != .HEAD {
+            context.write(Self.wrapOutboundOut(.body(.byteBuffer(Self.body))), promise: nil)
+        }
+        if keepAlive {
+            context.write(Self.wrapOutboundOut(.end(nil)), promise: nil)  // flushed in channelReadComplete
+        } else {
+            context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+// MARK: - Main
+
+/// Raises the soft limit on open files to the hard limit (the harness holds 10,000 connections).
+func raiseOpenFileLimit() {
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    var limit = rlimit()
+    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(resource, &limit)
+}
+
+/// Starts the server and serves until SIGINT/SIGTERM, which exit at once.
+func run(_ options: Options) -> Never {
+    raiseOpenFileLimit()
+    for number in [SIGINT, SIGTERM] {
+        signal(number) { _ in _exit(0) }  // async-signal-safe; nothing is left to flush
+    }
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let served = options.servedProtocol!
+    let cache = try! group.next().submit { ResponseHeadCache.make(on: group.next()) }.wait()
+
+    let bootstrap = ServerBootstrap(group: group)
+        .serverChannelOption(.backlog, value: 4096)
+        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+        .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+        // Echo: see EOF as an event, so that what is queued is still written back. HTTP keeps
+        // NIO's default (close on EOF), as NIO's HTTP server example does.
+        .childChannelOption(.allowRemoteHalfClosure, value: served == .echo)
+        .childChannelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                switch served {
+                case .echo:
+                    try channel.pipeline.syncOperations.addHandler(EchoHandler())
+                case .http:
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(HelloHandler(cache: cache.value))
+                }
+            }
+        }
+
+    let channel: any Channel
+    do {
+        channel = try bootstrap.bind(host: options.host, port: options.port!).wait()
+    } catch {
+        printError("cannot listen on \(options.host):\(options.port!): \(error)")
+        exit(1)
+    }
+    let address = channel.localAddress
+    print("listening on \(address?.ipAddress ?? options.host):\(address?.port ?? options.port!)")
+    fflush(nil)  // all streams: stdout is a global var, not concurrency-safe to name
+    try? channel.closeFuture.wait()
+    exit(0)
+}
+
+run(Options.parse(Array(CommandLine.arguments.dropFirst())))

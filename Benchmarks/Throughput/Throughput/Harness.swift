@@ -1,0 +1,415 @@
+//===----------------------------------------------------------------------===//
+// RingIO — throughput comparison: runs the plan, servers interleaved, and gathers samples.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import ThroughputSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct HarnessOptions {
+    var timing: Timing
+    var serverCPU: Int
+    var clientCPU: Int
+    var groups: Set<WorkloadGroup>
+    var scratch: String
+    var nginx: String?
+    var wrk: String?
+    var fio: String?
+}
+
+final class Harness {
+    /// `taskset`, from util-linux (every Debian system has it).
+    nonisolated(unsafe) static var taskset = "/usr/bin/taskset"
+
+    let binaries: Binaries
+    let options: HarnessOptions
+    private(set) var workloads: [WorkloadResult] = []
+    private(set) var memory: [MemoryResult] = []
+    private(set) var notes: [String] = []
+    private var done = 0
+    private let total: Int
+    private let start = monotonicSeconds()
+
+    init(binaries: Binaries, options: HarnessOptions) {
+        self.binaries = binaries
+        self.options = options
+        let repeats = options.timing.repeats
+        var total = 0
+        if options.groups.contains(.echo) { total += Plan.echoWorkloads.count * Plan.echoServers.count * repeats }
+        if options.groups.contains(.http) {
+            total +=
+                Plan.httpWorkloads(wrk: options.wrk != nil).count
+                * Plan.httpServers(nginx: options.nginx).count * repeats
+        }
+        if options.groups.contains(.file) { total += Plan.fileReaders(fio: options.fio).count * repeats }
+        self.total = total
+    }
+
+    var failed: Bool {
+        self.workloads.contains { $0.servers.contains { !$0.failures.isEmpty } }
+            || self.memory.contains { $0.failure != nil }
+    }
+
+    func run() throws {
+        if self.options.groups.contains(.echo) {
+            try self.runServerGroup(.echo, servers: Plan.echoServers, workloads: Plan.echoWorkloads)
+            self.measureIdleConnections(Plan.echoServers)
+        }
+        if self.options.groups.contains(.http) {
+            if self.options.nginx == nil { self.notes.append("nginx is not installed: the HTTP rows have no nginx.") }
+            if self.options.wrk == nil { self.notes.append("wrk is not installed: no wrk row.") }
+            try self.runServerGroup(
+                .http,
+                servers: Plan.httpServers(nginx: self.options.nginx),
+                workloads: Plan.httpWorkloads(wrk: self.options.wrk != nil)
+            )
+        }
+        if self.options.groups.contains(.file) {
+            if self.options.fio == nil { self.notes.append("fio is not installed: the file read has no fio row.") }
+            self.runFileReads()
+        }
+    }
+
+    // MARK: Servers
+
+    /// Starts every server once, then for each workload runs A B C A B C …, then records each
+    /// server's peak memory and stops them.
+    private func runServerGroup(_ group: WorkloadGroup, servers specs: [ServerSpec], workloads: [Workload]) throws {
+        var running: [String: RunningServer] = [:]
+        defer { for server in running.values { server.stop() } }
+        var memory: [MemoryResult] = []
+        for spec in specs {
+            do {
+                running[spec.key] = try RunningServer(
+                    spec,
+                    binaries: self.binaries,
+                    cpu: self.options.serverCPU,
+                    scratch: self.options.scratch
+                )
+            } catch {
+                self.log("\(spec.name): \(error)")
+                memory.append(MemoryResult(key: spec.key, name: spec.name, group: group, failure: "\(error)"))
+            }
+        }
+        for workload in workloads {
+            var result = WorkloadResult(
+                key: workload.key,
+                title: workload.title,
+                group: group,
+                primary: workload.primary,
+                operation: workload.operation,
+                cpuUnit: workload.cpuUnit,
+                servers: specs.map { ServerResult(key: $0.key, name: $0.name) }
+            )
+            for repetition in 0..<self.options.timing.repeats {
+                for (index, spec) in specs.enumerated() {
+                    self.done += 1
+                    guard let server = running[spec.key] else {
+                        result.servers[index].failures.append("did not start")
+                        continue
+                    }
+                    do {
+                        guard server.process.isRunning else {
+                            throw HarnessError("the server has exited (status \(server.process.terminationStatus))")
+                        }
+                        let sample = try self.measure(workload, on: server, repetition: repetition)
+                        result.servers[index].samples.append(sample)
+                        self.progress(workload, spec, repetition, sample)
+                    } catch {
+                        result.servers[index].failures.append("\(error)")
+                        self.log("\(workload.key) · \(spec.name): FAILED: \(error)")
+                    }
+                }
+            }
+            self.workloads.append(result)
+        }
+        for spec in specs {
+            guard let server = running[spec.key] else { continue }
+            memory.append(
+                MemoryResult(key: spec.key, name: spec.name, group: group, peakResidentBytes: server.peakResidentBytes)
+            )
+        }
+        self.memory += memory
+    }
+
+    private func measure(_ workload: Workload, on server: RunningServer, repetition: Int) throws -> Sample {
+        switch workload.kind {
+        case .loadgen(let mode, let connections, let size, let depth):
+            var arguments = [
+                self.binaries.path("loadgen"), "--port", "\(server.port)", "--mode", mode,
+                "--connections", "\(connections)", "--size", "\(size)", "--depth", "\(depth)",
+                "--warmup", "\(self.options.timing.warmup)", "--duration", "\(self.options.timing.duration)",
+            ]
+            for pid in server.pids { arguments += ["--server-pid", "\(pid)"] }
+            if mode == "http" { arguments += ["--expect-body", "Hello, World!"] }
+            let output = try runToCompletion(
+                arguments,
+                cpu: self.options.clientCPU,
+                timeout: self.options.timing.warmup + self.options.timing.duration + 30,
+                logDirectory: self.options.scratch
+            )
+            let report = try JSONDecoder().decode(LoadReport.self, from: Data(output.utf8))
+            guard report.operations > 0, report.seconds > 0 else {
+                throw HarnessError("no operation completed in the measured window")
+            }
+            return Sample(
+                repetition: repetition,
+                operationsPerSecond: Double(report.operations) / report.seconds,
+                megabytesPerSecond: Double(report.bytes) / report.seconds / 1e6,
+                serverCPU: report.serverCPUSeconds.map { $0 / Double(report.operations) * 1e6 },
+                latency: report.latency,
+                clientBusy: report.clientCPUSeconds / report.seconds
+            )
+        case .wrk(let connections):
+            return try self.measureWithWrk(server, connections: connections, repetition: repetition)
+        case .file:
+            preconditionFailure("file reads are not server workloads")
+        }
+    }
+
+    /// wrk, one thread, keep-alive GET /, for the window's length rounded up to whole seconds
+    /// (wrk's unit); the server's CPU is read around the whole wrk run.
+    private func measureWithWrk(_ server: RunningServer, connections: Int, repetition: Int) throws -> Sample {
+        let seconds = max(1, Int(self.options.timing.duration.rounded(.up)))
+        let cpuBefore = ProcessStats.cpuSeconds(server.pids)
+        let output = try runToCompletion(
+            [
+                self.options.wrk!, "-t1", "-c\(connections)", "-d\(seconds)s", "--latency",
+                "http://127.0.0.1:\(server.port)/",
+            ],
+            cpu: self.options.clientCPU,
+            timeout: Double(seconds) + 30,
+            logDirectory: self.options.scratch
+        )
+        let cpu = ProcessStats.cpuSeconds(server.pids) - cpuBefore
+        let parsed = try WrkOutput(output)
+        return Sample(
+            repetition: repetition,
+            operationsPerSecond: parsed.requestsPerSecond,
+            megabytesPerSecond: parsed.requestsPerSecond * 13 / 1e6,
+            serverCPU: cpu / Double(parsed.requests) * 1e6,
+            latency: parsed.latency,
+            clientBusy: nil
+        )
+    }
+
+    // MARK: Idle connections
+
+    /// Each echo server afresh: resident memory before and while `idleConnections` connections
+    /// are open (each has echoed 64 bytes once).
+    private func measureIdleConnections(_ specs: [ServerSpec]) {
+        let count = self.options.timing.idleConnections
+        for spec in specs {
+            var result = MemoryResult(key: spec.key, name: spec.name, group: .echo, idleConnections: count)
+            do {
+                let server = try RunningServer(
+                    spec,
+                    binaries: self.binaries,
+                    cpu: self.options.serverCPU,
+                    scratch: self.options.scratch
+                )
+                defer { server.stop() }
+                var arguments = [
+                    self.binaries.path("loadgen"), "--port", "\(server.port)", "--mode", "idle",
+                    "--connections", "\(count)", "--size", "64",
+                ]
+                for pid in server.pids { arguments += ["--server-pid", "\(pid)"] }
+                let output = try runToCompletion(
+                    arguments,
+                    cpu: self.options.clientCPU,
+                    timeout: 120,
+                    logDirectory: self.options.scratch
+                )
+                let report = try JSONDecoder().decode(LoadReport.self, from: Data(output.utf8))
+                guard let before = report.serverResidentBefore, let after = report.serverResidentAfter else {
+                    throw HarnessError("loadgen reported no resident memory")
+                }
+                result.idleBytesPerConnection = Double(after - before) / Double(count)
+                self.log(
+                    "idle · \(spec.name): \(count) connections, \(Format.bytes(Double(after - before))) more, "
+                        + "\(Format.bytes(result.idleBytesPerConnection!)) each"
+                )
+            } catch {
+                result.failure = "\(error)"
+                self.log("idle · \(spec.name): FAILED: \(error)")
+            }
+            if let index = self.memory.firstIndex(where: { $0.key == spec.key && $0.group == .echo }) {
+                self.memory[index].idleConnections = result.idleConnections
+                self.memory[index].idleBytesPerConnection = result.idleBytesPerConnection
+                self.memory[index].failure = self.memory[index].failure ?? result.failure
+            } else {
+                self.memory.append(result)
+            }
+        }
+    }
+
+    // MARK: File reads
+
+    private func runFileReads() {
+        let workload = Plan.fileWorkload
+        let readers = Plan.fileReaders(fio: self.options.fio)
+        let bytes = self.options.timing.fileBytes
+        let path = "/tmp/ringio-bench-\(bytes).bin"
+        let environment = ["RINGIO_BENCH_FILE_SIZE": "\(bytes)", "RINGIO_BENCH_FILE": path]
+        var result = WorkloadResult(
+            key: workload.key,
+            title: "File read, \(Format.bytes(Double(bytes))), warm cache",
+            group: .file,
+            primary: .megabytes,
+            operation: workload.operation,
+            cpuUnit: workload.cpuUnit,
+            servers: readers.map { ServerResult(key: $0.key, name: $0.name) }
+        )
+        for repetition in 0..<self.options.timing.repeats {
+            for (index, reader) in readers.enumerated() {
+                self.done += 1
+                do {
+                    let sample: Sample
+                    if reader.key == "fio" {
+                        sample = try self.runFio(path: path, bytes: bytes, repetition: repetition)
+                    } else {
+                        let output = try runToCompletion(
+                            [
+                                self.binaries.path("file-read"), reader.key, "--passes",
+                                "\(self.options.timing.filePasses)",
+                            ],
+                            cpu: self.options.serverCPU,
+                            timeout: 300,
+                            logDirectory: self.options.scratch,
+                            environment: environment
+                        )
+                        let read = try JSONDecoder().decode(FileReadOutput.self, from: Data(output.utf8))
+                        sample = Sample(
+                            repetition: repetition,
+                            operationsPerSecond: Double(read.bytes) / read.seconds / 1e9,
+                            megabytesPerSecond: Double(read.bytes) / read.seconds / 1e6,
+                            serverCPU: read.cpuSeconds / (Double(read.bytes) / 1e9) * 1e3
+                        )
+                    }
+                    result.servers[index].samples.append(sample)
+                    self.progress(workload, reader, repetition, sample)
+                } catch {
+                    result.servers[index].failures.append("\(error)")
+                    self.log("file-read · \(reader.name): FAILED: \(error)")
+                }
+            }
+        }
+        self.workloads.append(result)
+    }
+
+    /// fio's io_uring engine reading the same file as file-read does: bs=1M, iodepth=4 (the reads
+    /// RingIO's random-access channel keeps in flight),
+    /// buffered, page cache kept warm (`--invalidate=0`); CPU from fio's own usr/sys figures.
+    private func runFio(path: String, bytes: Int, repetition: Int) throws -> Sample {
+        let output = try runToCompletion(
+            [
+                self.options.fio!, "--name=ringio-seqread", "--filename=\(path)", "--rw=read", "--bs=1M",
+                "--ioengine=io_uring", "--iodepth=4", "--direct=0", "--invalidate=0", "--size=\(bytes)",
+                "--numjobs=1", "--loops=\(self.options.timing.filePasses)", "--output-format=json",
+            ],
+            cpu: self.options.serverCPU,
+            timeout: 300,
+            logDirectory: self.options.scratch
+        )
+        // fio may print notices before its JSON.
+        guard let brace = output.firstIndex(of: "{") else { throw HarnessError("fio printed no JSON") }
+        let json = try JSONDecoder().decode(FioOutput.self, from: Data(output[brace...].utf8))
+        guard let job = json.jobs.first, job.read.bw_bytes > 0 else { throw HarnessError("fio read nothing") }
+        let seconds = Double(job.job_runtime) / 1e3
+        let cpuSeconds = (job.usr_cpu + job.sys_cpu) / 100 * seconds
+        let readBytes = Double(job.read.io_bytes)
+        return Sample(
+            repetition: repetition,
+            operationsPerSecond: Double(job.read.bw_bytes) / 1e9,
+            megabytesPerSecond: Double(job.read.bw_bytes) / 1e6,
+            serverCPU: readBytes > 0 ? cpuSeconds / (readBytes / 1e9) * 1e3 : nil
+        )
+    }
+
+    // MARK: Progress
+
+    private func progress(_ workload: Workload, _ spec: ServerSpec, _ repetition: Int, _ sample: Sample) {
+        let figure =
+            workload.primary == .operations
+            ? "\(Format.grouped(sample.operationsPerSecond)) \(workload.operation)s/s"
+            : "\(Format.grouped(sample.megabytesPerSecond)) MB/s"
+        let cpu = sample.serverCPU.map { ", server CPU \(Format.figure($0)) \(workload.cpuUnit)" } ?? ""
+        self.log("\(workload.key) · \(spec.name) · run \(repetition + 1): \(figure)\(cpu)")
+    }
+
+    private func log(_ text: String) {
+        let elapsed = Int(monotonicSeconds() - self.start)
+        printToStandardError(
+            "[\(self.done)/\(self.total) \(elapsed / 60)m\(elapsed % 60 < 10 ? "0" : "")\(elapsed % 60)s] \(text)"
+        )
+    }
+}
+
+/// file-read's JSON.
+struct FileReadOutput: Decodable {
+    var bytes: Int
+    var seconds: Double
+    var cpuSeconds: Double
+}
+
+/// The part of fio's JSON output read here (names as fio spells them).
+struct FioOutput: Decodable {
+    struct Job: Decodable {
+        struct Read: Decodable {
+            var io_bytes: Int
+            var bw_bytes: Int
+        }
+        var read: Read
+        var job_runtime: Int
+        var usr_cpu: Double
+        var sys_cpu: Double
+    }
+    var jobs: [Job]
+}
+
+/// wrk's text output: requests, requests/s, latency distribution (`--latency`); errors fail.
+struct WrkOutput {
+    var requests: Int
+    var requestsPerSecond: Double
+    var latency: LatencySummary?
+
+    init(_ text: String) throws {
+        var requests: Int?
+        var rate: Double?
+        var percentiles: [String: Double] = [:]
+        var maximum: Double?
+        for line in text.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            if line.contains("requests in"), let first = words.first { requests = Int(first) }
+            if line.hasPrefix("Requests/sec:"), words.count > 1 { rate = Double(words[1]) }
+            if line.contains("Non-2xx or 3xx responses") { throw HarnessError("wrk: \(line.trimmed)") }
+            if line.contains("Socket errors") { throw HarnessError("wrk: \(line.trimmed)") }
+            if words.count == 2, ["50%", "99%"].contains(words[0]), let value = Self.microseconds(words[1]) {
+                percentiles[String(words[0])] = value
+            }
+            if words.first == "Latency", words.count >= 4, let value = Self.microseconds(words[3]) { maximum = value }
+        }
+        guard let requests, let rate, requests > 0 else { throw HarnessError("wrk: no result in its output:\n\(text)") }
+        self.requests = requests
+        self.requestsPerSecond = rate
+        if let p50 = percentiles["50%"], let p99 = percentiles["99%"] {
+            // wrk's --latency prints 50/75/90/99%: no 99.9th percentile.
+            self.latency = LatencySummary(p50: p50, p99: p99, p999: nil, max: maximum ?? p99)
+        }
+    }
+
+    /// `123.45us`, `1.23ms`, `2.00s` in microseconds.
+    static func microseconds(_ text: Substring) -> Double? {
+        for (suffix, scale) in [("us", 1.0), ("ms", 1e3), ("s", 1e6)] where text.hasSuffix(suffix) {
+            return Double(text.dropLast(suffix.count)).map { $0 * scale }
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    fileprivate var trimmed: String { String(self.drop(while: { $0 == " " })) }
+}

@@ -1,0 +1,272 @@
+//===----------------------------------------------------------------------===//
+// RingIO — throughput comparison: what is measured, against whom, for how long.
+//===----------------------------------------------------------------------===//
+
+/// A server under comparison.
+struct ServerSpec: Sendable {
+    /// Short key, used in JSON and on the command line (`--servers`).
+    var key: String
+    /// What the report calls it.
+    var name: String
+    /// How it is started: the argument vector for a port (run under `taskset`).
+    var arguments: @Sendable (_ binaries: Binaries, _ port: Int, _ scratch: String) -> [String]
+    /// Set up before the first start (nginx's configuration), if anything.
+    var prepare: (@Sendable (_ port: Int, _ scratch: String) throws -> Void)? = nil
+}
+
+/// Where the executables are: `swift run -c release --package-path Benchmarks throughput`
+/// builds them all next to `throughput` itself.
+struct Binaries: Sendable {
+    var directory: String
+    func path(_ name: String) -> String { "\(self.directory)/\(name)" }
+}
+
+enum WorkloadGroup: String, Codable, Sendable {
+    case echo, http, file
+}
+
+/// How a workload loads a server.
+enum WorkloadKind: Sendable {
+    /// The load generator: `mode`, connections, message size, messages in flight per connection.
+    case loadgen(mode: String, connections: Int, size: Int, depth: Int)
+    /// wrk, keep-alive GET /, one thread.
+    case wrk(connections: Int)
+    /// A whole warm-cache file read.
+    case file
+}
+
+/// What the report leads with for a workload.
+enum PrimaryFigure: String, Codable, Sendable {
+    /// Operations per second (round trips, requests).
+    case operations
+    /// Megabytes (10⁶ bytes) per second.
+    case megabytes
+}
+
+struct Workload: Sendable {
+    var key: String
+    var title: String
+    var group: WorkloadGroup
+    var kind: WorkloadKind
+    var primary: PrimaryFigure
+    /// What one operation is, for the report's units ("round trip", "request").
+    var operation: String
+}
+
+/// The durations and sizes of a run: `--quick`, the default (full), or `--smoke` (CI).
+struct Timing: Sendable, Codable {
+    var name: String
+    var repeats: Int
+    var warmup: Double
+    var duration: Double
+    var idleConnections: Int
+    var filePasses: Int
+    /// The size of the file read, bytes.
+    var fileBytes: Int
+
+    static let full = Timing(
+        name: "full",
+        repeats: 5,
+        warmup: 0.5,
+        duration: 3,
+        idleConnections: 10_000,
+        filePasses: 3,
+        fileBytes: 2 << 30
+    )
+    static let quick = Timing(
+        name: "quick",
+        repeats: 2,
+        warmup: 0.25,
+        duration: 0.75,
+        idleConnections: 10_000,
+        filePasses: 1,
+        fileBytes: 2 << 30
+    )
+    /// Proves the harness and every server work (CI), measures nothing worth reading.
+    static let smoke = Timing(
+        name: "smoke",
+        repeats: 1,
+        warmup: 0.1,
+        duration: 0.3,
+        idleConnections: 500,
+        filePasses: 1,
+        fileBytes: 64 << 20
+    )
+}
+
+enum Plan {
+    static let echoServers: [ServerSpec] = [
+        ServerSpec(key: "ringio", name: "RingIO") { binaries, port, _ in
+            [binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--queue", "ring"]
+        },
+        ServerSpec(key: "uring", name: "C liburing") { binaries, port, _ in
+            [binaries.path("uring-echo-server"), "--port", "\(port)"]
+        },
+        ServerSpec(key: "nio", name: "SwiftNIO") { binaries, port, _ in
+            [binaries.path("nio-server"), "--protocol", "echo", "--port", "\(port)"]
+        },
+        ServerSpec(key: "dispatch", name: "Dispatch") { binaries, port, _ in
+            [binaries.path("dispatch-echo-server"), "--port", "\(port)"]
+        },
+    ]
+
+    static func httpServers(nginx: String?) -> [ServerSpec] {
+        var servers = [
+            ServerSpec(key: "ringio", name: "RingIO") { binaries, port, scratch in
+                [binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--root", scratch]
+            },
+            ServerSpec(key: "nio", name: "SwiftNIO") { binaries, port, _ in
+                [binaries.path("nio-server"), "--protocol", "http", "--port", "\(port)"]
+            },
+        ]
+        if let nginx {
+            servers.append(
+                ServerSpec(
+                    key: "nginx",
+                    name: "nginx",
+                    arguments: { _, _, scratch in
+                        [
+                            nginx, "-p", "\(scratch)/nginx", "-e", "\(scratch)/nginx/error.log", "-c",
+                            "\(scratch)/nginx/nginx.conf",
+                        ]
+                    },
+                    prepare: { port, scratch in try NginxConfiguration.write(port: port, directory: "\(scratch)/nginx")
+                    }
+                )
+            )
+        }
+        return servers
+    }
+
+    /// The file readers are not servers; they reuse the type for their names.
+    static func fileReaders(fio: String?) -> [ServerSpec] {
+        var readers = [
+            ServerSpec(key: "ringio", name: "RingIO") { _, _, _ in [] },
+            ServerSpec(key: "dispatchio", name: "DispatchIO") { _, _, _ in [] },
+        ]
+        if fio != nil { readers.append(ServerSpec(key: "fio", name: "fio io_uring") { _, _, _ in [] }) }
+        return readers
+    }
+
+    static let echoWorkloads: [Workload] = [
+        Workload(
+            key: "echo-64B",
+            title: "Echo 64 B ping-pong, 64 connections",
+            group: .echo,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 64, depth: 1),
+            primary: .operations,
+            operation: "round trip"
+        ),
+        Workload(
+            key: "echo-4KiB",
+            title: "Echo 4 KiB ping-pong, 64 connections",
+            group: .echo,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 4096, depth: 1),
+            primary: .operations,
+            operation: "round trip"
+        ),
+        Workload(
+            key: "echo-64KiB",
+            title: "Echo 64 KiB ping-pong, 64 connections",
+            group: .echo,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 65536, depth: 1),
+            primary: .megabytes,
+            operation: "round trip"
+        ),
+        Workload(
+            key: "echo-64B-pipelined",
+            title: "Echo 64 B pipelined ×16, 64 connections",
+            group: .echo,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 64, depth: 16),
+            primary: .operations,
+            operation: "round trip"
+        ),
+        Workload(
+            key: "echo-stream",
+            title: "Echo streaming 64 KiB writes, 8 connections",
+            group: .echo,
+            kind: .loadgen(mode: "stream", connections: 8, size: 65536, depth: 1),
+            primary: .megabytes,
+            operation: "64 KiB"
+        ),
+    ]
+
+    static func httpWorkloads(wrk: Bool) -> [Workload] {
+        var workloads = [
+            Workload(
+                key: "http-hello",
+                title: "HTTP/1.1 hello, keep-alive, 64 connections",
+                group: .http,
+                kind: .loadgen(mode: "http", connections: 64, size: 0, depth: 1),
+                primary: .operations,
+                operation: "request"
+            ),
+            Workload(
+                key: "http-pipelined",
+                title: "HTTP/1.1 hello, pipelined ×16, 64 connections",
+                group: .http,
+                kind: .loadgen(mode: "http", connections: 64, size: 0, depth: 16),
+                primary: .operations,
+                operation: "request"
+            ),
+        ]
+        if wrk {
+            workloads.append(
+                Workload(
+                    key: "http-hello-wrk",
+                    title: "HTTP/1.1 hello, keep-alive, wrk -t1 -c64",
+                    group: .http,
+                    kind: .wrk(connections: 64),
+                    primary: .operations,
+                    operation: "request"
+                )
+            )
+        }
+        return workloads
+    }
+
+    static let fileWorkload = Workload(
+        key: "file-read",
+        title: "File read, warm cache",
+        group: .file,
+        kind: .file,
+        primary: .megabytes,
+        operation: "GB"
+    )
+}
+
+/// nginx with one worker answering every request with 200 "Hello, World!" (as the other HTTP
+/// servers), no access log, keep-alive without a request limit.
+enum NginxConfiguration {
+    static func write(port: Int, directory: String) throws {
+        let text = """
+            worker_processes 1;
+            daemon off;
+            pid \(directory)/nginx.pid;
+            error_log \(directory)/error.log warn;
+            worker_rlimit_nofile 65536;
+            events { worker_connections 20000; }
+            http {
+                access_log off;
+                server_tokens on;
+                keepalive_requests 100000000;
+                keepalive_timeout 300s;
+                client_body_temp_path \(directory)/body;
+                proxy_temp_path \(directory)/proxy;
+                fastcgi_temp_path \(directory)/fastcgi;
+                uwsgi_temp_path \(directory)/uwsgi;
+                scgi_temp_path \(directory)/scgi;
+                server {
+                    listen 127.0.0.1:\(port) backlog=4096;
+                    location / {
+                        default_type text/plain;
+                        return 200 "Hello, World!";
+                    }
+                }
+            }
+
+            """
+        try makeDirectory(directory)
+        try writeFile("\(directory)/nginx.conf", text)
+    }
+}

@@ -1,0 +1,247 @@
+//===----------------------------------------------------------------------===//
+// RingIO — throughput comparison: the Markdown table, the targets, the JSON.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import ThroughputSupport
+
+enum Format {
+    /// `123`, `12.3k`, `1.23M`: three significant digits.
+    static func grouped(_ value: Double) -> String {
+        if value >= 1e6 { return self.figure(value / 1e6) + "M" }
+        if value >= 1e4 { return self.figure(value / 1e3) + "k" }
+        return self.figure(value)
+    }
+
+    /// Three significant digits (at least the units): `0.0123`, `1.23`, `12.3`, `123`, `1234`.
+    static func figure(_ value: Double) -> String {
+        guard value.isFinite else { return "–" }
+        let magnitude = abs(value)
+        let decimals = magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : magnitude >= 0.1 ? 3 : 4
+        return String(format: "%.\(decimals)f", value)
+    }
+
+    static func ratio(_ value: Double) -> String {
+        guard value.isFinite else { return "–" }
+        return String(format: value >= 10 ? "%.1f×" : "%.2f×", value)
+    }
+
+    /// `512 B`, `1.9 KiB`, `23.4 MiB`.
+    static func bytes(_ value: Double) -> String {
+        let units = ["B", "KiB", "MiB", "GiB"]
+        var value = value
+        var unit = 0
+        while abs(value) >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(Int(value.rounded())) B" : "\(self.figure(value)) \(units[unit])"
+    }
+
+    static func spread(_ spread: Spread, _ format: (Double) -> String) -> String {
+        spread.min == spread.max
+            ? format(spread.median) : "\(format(spread.median)) (\(format(spread.min))–\(format(spread.max)))"
+    }
+}
+
+/// A target of DESIGN.md section 7 / the benchmarks issue, checked against a run.
+struct TargetCheck: Codable {
+    var target: String
+    var measured: String
+    /// `nil`: not measured in this run (a peer missing, a failure).
+    var met: Bool?
+}
+
+extension RunReport {
+    /// The figure `key` (a server) reached on `workload` over RingIO's, medians: throughput
+    /// (`cpu == false`) or server CPU per operation.
+    func ratio(_ workload: String, _ key: String, cpu: Bool) -> Double? {
+        guard let result = self.workloads.first(where: { $0.key == workload }),
+            let ringio = result.server("ringio"), let other = result.server(key)
+        else { return nil }
+        let (a, b) =
+            cpu ? (other.serverCPU, ringio.serverCPU) : (other.primary(result.primary), ringio.primary(result.primary))
+        guard let a, let b, b.median > 0 else { return nil }
+        return a.median / b.median
+    }
+
+    var targets: [TargetCheck] {
+        var checks: [TargetCheck] = []
+        func add(_ target: String, _ value: Double?, _ describe: (Double) -> String, _ met: (Double) -> Bool) {
+            checks.append(
+                TargetCheck(
+                    target: target,
+                    measured: value.map(describe) ?? "not measured",
+                    met: value.map(met)
+                )
+            )
+        }
+        let perRoundTrip = "server CPU per round trip"
+        add(
+            "Echo 64 B: RingIO's \(perRoundTrip) ≤ 1.1× the C liburing server's",
+            self.ratio("echo-64B", "uring", cpu: true).map { 1 / $0 },
+            { "RingIO uses \(Format.ratio($0)) the C server's CPU" },
+            { $0 <= 1.1 }
+        )
+        add(
+            "Echo 64 B: SwiftNIO uses ≥ 1.5× RingIO's \(perRoundTrip)",
+            self.ratio("echo-64B", "nio", cpu: true),
+            { "SwiftNIO uses \(Format.ratio($0)) RingIO's CPU" },
+            { $0 >= 1.5 }
+        )
+        add(
+            "Echo 64 B: Dispatch uses ≥ 10× RingIO's \(perRoundTrip)",
+            self.ratio("echo-64B", "dispatch", cpu: true),
+            { "Dispatch uses \(Format.ratio($0)) RingIO's CPU" },
+            { $0 >= 10 }
+        )
+        for (workload, label) in [("echo-64KiB", "Echo 64 KiB ping-pong"), ("echo-stream", "Echo streaming")] {
+            add(
+                "\(label): RingIO's server CPU per operation ≤ 1.1× the C liburing server's",
+                self.ratio(workload, "uring", cpu: true).map { 1 / $0 },
+                { "RingIO uses \(Format.ratio($0)) the C server's CPU" },
+                { $0 <= 1.1 }
+            )
+        }
+        for (workload, label) in [("http-hello", "loadgen"), ("http-hello-wrk", "wrk")] {
+            add(
+                "HTTP hello, keep-alive (\(label)): RingIO ≥ 1.0× nginx's requests/s (one worker)",
+                self.ratio(workload, "nginx", cpu: false).map { 1 / $0 },
+                { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
+                { $0 >= 1.0 }
+            )
+        }
+        add(
+            "HTTP hello, pipelined ×16: RingIO ≥ 3× nginx's requests/s",
+            self.ratio("http-pipelined", "nginx", cpu: false).map { 1 / $0 },
+            { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
+            { $0 >= 3 }
+        )
+        add(
+            "File read, warm cache: RingIO ≥ 0.9× fio io_uring's MB/s",
+            self.ratio("file-read", "fio", cpu: false).map { 1 / $0 },
+            { "RingIO reads at \(Format.ratio($0)) fio's rate" },
+            { $0 >= 0.9 }
+        )
+        let idle = self.memory.first { $0.key == "ringio" && $0.group == .echo }?.idleBytesPerConnection
+        add(
+            "Idle connections: RingIO's resident memory per idle connection ≤ 2 KiB",
+            idle,
+            { "\(Format.bytes($0)) per connection" },
+            { $0 <= 2048 }
+        )
+        return checks
+    }
+
+    var markdown: String {
+        var text = """
+            # Throughput: RingIO beside SwiftNIO, Dispatch, a C liburing server, nginx and fio
+
+            - Command: `\(self.command)`
+            - Machine: \(self.machine.cpu), \(self.machine.cpus) CPUs, \(Format.figure(self.machine.memoryGiB)) GiB, \
+            Linux \(self.machine.kernel); servers pinned to CPU \(self.machine.serverCPU), load generator to CPU \
+            \(self.machine.clientCPU)
+            - Run: \(self.date), `\(self.timing.name)` timing: \(self.timing.repeats) repetitions of \
+            \(Format.figure(self.timing.duration)) s after \(Format.figure(self.timing.warmup)) s of warm-up, \
+            servers interleaved (A B C A B C …)
+            - Figures are medians over the repetitions, with min–max in brackets. `× RingIO` divides a \
+            server's median by RingIO's from the same run: for throughput, below 1 is slower than RingIO; \
+            for server CPU per operation (from /proc), above 1 uses more CPU than RingIO. CPU per \
+            operation is the steadier figure on a noisy machine.
+
+
+            """
+        text += "## Targets\n\n| target | this run | met |\n|---|---|---|\n"
+        for check in self.targets {
+            let met = check.met.map { $0 ? "yes" : "**no**" } ?? "–"
+            text += "| \(check.target) | \(check.measured) | \(met) |\n"
+        }
+        text += "\n## Results\n\n"
+        text += "| workload | server | throughput | × RingIO | server CPU | × RingIO | latency p50 / p99 / p99.9 µs |\n"
+        text += "|---|---|---|---|---|---|---|\n"
+        for workload in self.workloads {
+            for (index, server) in workload.servers.enumerated() {
+                let title = index == 0 ? workload.title : ""
+                let name = server.key == "ringio" ? "**\(server.name)**" : server.name
+                guard let primary = server.primary(workload.primary) else {
+                    text +=
+                        "| \(title) | \(name) | failed: \(Self.oneLine(server.failures.first ?? "no sample")) | | | | |\n"
+                    continue
+                }
+                let unit = workload.primary == .operations ? " \(workload.operation)s/s" : " MB/s"
+                let throughput = Format.spread(primary, Format.grouped) + unit
+                let cpu = server.serverCPU.map { Format.spread($0, Format.figure) + " \(workload.cpuUnit)" } ?? "–"
+                let latency = server.latency.map { latency in
+                    [latency.p50, latency.p99, latency.p999 ?? .nan].map(Format.figure).joined(separator: " / ")
+                }
+                let throughputRatio = self.ratio(workload.key, server.key, cpu: false).map(Format.ratio) ?? "–"
+                let cpuRatio = self.ratio(workload.key, server.key, cpu: true).map(Format.ratio) ?? "–"
+                let failures = server.failures.isEmpty ? "" : " (\(server.failures.count) runs failed)"
+                text +=
+                    "| \(title) | \(name) | \(throughput)\(failures) | \(throughputRatio) | \(cpu) | \(cpuRatio) | \(latency ?? "–") |\n"
+            }
+        }
+        text += "\n## Memory\n\n"
+        text += "| server | peak resident, echo workloads | peak resident, HTTP workloads | per idle connection |\n"
+        text += "|---|---|---|---|\n"
+        var names: [(String, String)] = []
+        for entry in self.memory where !names.contains(where: { $0.0 == entry.key }) {
+            names.append((entry.key, entry.name))
+        }
+        for (key, name) in names {
+            let echo = self.memory.first { $0.key == key && $0.group == .echo }
+            let http = self.memory.first { $0.key == key && $0.group == .http }
+            let idle: String
+            if let perConnection = echo?.idleBytesPerConnection, let count = echo?.idleConnections {
+                idle = "\(Format.bytes(perConnection)) (\(Format.grouped(Double(count))) open)"
+            } else {
+                idle = echo?.failure.map { "failed: \(Self.oneLine($0))" } ?? "–"
+            }
+            text +=
+                "| \(name) | \(echo?.peakResidentBytes.map { Format.bytes(Double($0)) } ?? "–") | \(http?.peakResidentBytes.map { Format.bytes(Double($0)) } ?? "–") | \(idle) |\n"
+        }
+        text += """
+
+            Peak resident memory is the server's high-water mark (VmHWM, summed over nginx's processes) \
+            after all the workloads of its group. Per idle connection: a fresh server's resident memory \
+            (VmRSS) with the connections open, each having echoed 64 bytes once, minus before, divided \
+            by their number (kernel socket buffers are not in it).
+
+            """
+        let notes = self.notes + self.clientBoundNotes
+        if !notes.isEmpty {
+            text += "\n## Notes\n\n" + notes.map { "- \($0)\n" }.joined()
+        }
+        return text
+    }
+
+    /// Workloads where the load generator's core was busy (≥ 95%) for a server: its rate is then
+    /// the client's limit as much as the server's (its CPU per operation still holds).
+    private var clientBoundNotes: [String] {
+        var notes: [String] = []
+        for workload in self.workloads {
+            let bound = workload.servers.filter { server in
+                let busy = server.samples.compactMap(\.clientBusy)
+                return !busy.isEmpty && Spread(busy)!.median >= 0.95
+            }
+            if !bound.isEmpty {
+                notes.append(
+                    "\(workload.title): the load generator's core was saturated for "
+                        + bound.map(\.name).joined(separator: ", ")
+                        + ": compare server CPU per operation rather than throughput."
+                )
+            }
+        }
+        return notes
+    }
+
+    private static func oneLine(_ text: String) -> String {
+        String(text.split(separator: "\n").first ?? "").replacingOccurrences(of: "|", with: "/")
+    }
+
+    func json() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(self)
+    }
+}

@@ -1,0 +1,180 @@
+//===----------------------------------------------------------------------===//
+// RingIO — throughput comparison: `throughput`, the command.
+//
+//     swift run -c release --package-path Benchmarks throughput [--quick | --smoke] [options]
+//
+// See Benchmarks/README.md ("Throughput beside the peers").
+//===----------------------------------------------------------------------===//
+
+import ArgumentParser
+import Foundation
+import ThroughputSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Throughput: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "throughput",
+        abstract: "RingIO's servers and file reads beside SwiftNIO, Dispatch, a C liburing server, nginx and fio.",
+        discussion: """
+            Starts every server pinned to one CPU and the load generator (or wrk, fio) on another, \
+            runs each workload on the servers in turn (A B C A B C …), repeats, and writes a table of \
+            medians with min–max and ratios to RingIO (Markdown, JSON, an SVG chart) to the output \
+            folder. Full run: about 12 minutes; --quick: under 2; --smoke: proves every piece works.
+            nginx, wrk and fio join when installed (apt-get install -y nginx wrk fio).
+            """
+    )
+
+    @Flag(help: "Two short repetitions (under 2 minutes).")
+    var quick = false
+
+    @Flag(help: "One very short repetition, a 64 MiB file, 500 idle connections: checks the harness (CI).")
+    var smoke = false
+
+    @Option(help: "Repetitions of each workload (overrides the timing's).")
+    var repeats: Int?
+
+    @Option(help: "Seconds measured per run (overrides the timing's).")
+    var duration: Double?
+
+    @Option(help: "Seconds of warm-up before each measured window (overrides the timing's).")
+    var warmup: Double?
+
+    @Option(help: "Idle connections for the memory figure (overrides the timing's).")
+    var idleConnections: Int?
+
+    @Option(help: "Which groups to run, comma-separated: echo, http, file.")
+    var only: String = "echo,http,file"
+
+    @Option(help: "The CPU the servers (and file readers) are pinned to.")
+    var serverCPU = 0
+
+    @Option(help: "The CPU the load generator (wrk) is pinned to.")
+    var clientCPU = 1
+
+    @Option(help: "Where throughput.md, throughput.json and throughput.svg go (default: Benchmarks/Results).")
+    var output: String?
+
+    mutating func validate() throws {
+        if self.quick && self.smoke { throw ValidationError("--quick and --smoke are exclusive") }
+        for group in self.only.split(separator: ",") where WorkloadGroup(rawValue: String(group)) == nil {
+            throw ValidationError("--only: unknown group '\(group)' (echo, http, file)")
+        }
+        let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        for cpu in [self.serverCPU, self.clientCPU] where cpu < 0 || cpu >= cpus {
+            throw ValidationError("CPU \(cpu) does not exist (this machine has \(cpus))")
+        }
+        if let repeats, repeats < 1 { throw ValidationError("--repeats must be at least 1") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+    }
+
+    func run() throws {
+        guard let taskset = findExecutable("taskset") else {
+            throw ValidationError("taskset is missing (Debian's util-linux has it)")
+        }
+        Harness.taskset = taskset
+        let binaries = try Self.binaries()
+        var timing = self.smoke ? Timing.smoke : self.quick ? Timing.quick : Timing.full
+        timing.repeats = self.repeats ?? timing.repeats
+        timing.duration = self.duration ?? timing.duration
+        timing.warmup = self.warmup ?? timing.warmup
+        timing.idleConnections = self.idleConnections ?? timing.idleConnections
+        let outputDirectory = self.output ?? Self.defaultOutput(binaries)
+
+        raiseDescriptorLimit()
+        let scratch = NSTemporaryDirectory() + "ringio-throughput-\(getpid())"
+        try makeDirectory(scratch)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+
+        let options = HarnessOptions(
+            timing: timing,
+            serverCPU: self.serverCPU,
+            clientCPU: self.clientCPU,
+            groups: Set(self.only.split(separator: ",").compactMap { WorkloadGroup(rawValue: String($0)) }),
+            scratch: scratch,
+            nginx: findExecutable("nginx"),
+            wrk: findExecutable("wrk"),
+            fio: findExecutable("fio")
+        )
+        let harness = Harness(binaries: binaries, options: options)
+        try harness.run()
+
+        let report = RunReport(
+            command: (["swift run -c release --package-path Benchmarks throughput"] + CommandLine.arguments.dropFirst())
+                .joined(separator: " "),
+            date: ISO8601DateFormatter().string(from: Date()),
+            machine: Self.machine(serverCPU: self.serverCPU, clientCPU: self.clientCPU),
+            timing: timing,
+            workloads: harness.workloads,
+            memory: harness.memory,
+            notes: harness.notes
+        )
+        try makeDirectory(outputDirectory)
+        let markdown = report.markdown
+        try writeFile("\(outputDirectory)/throughput.md", markdown)
+        try report.json().write(to: URL(fileURLWithPath: "\(outputDirectory)/throughput.json"))
+        try writeFile("\(outputDirectory)/throughput.svg", RatioChart.svg(report))
+        print(markdown)
+        printToStandardError("Written: \(outputDirectory)/throughput.{md,json,svg}")
+        if harness.failed {
+            printToStandardError("Some runs FAILED (see the table and the messages above).")
+            throw ExitCode.failure
+        }
+    }
+
+    /// The folder this executable is in: `swift run` builds every tool there.
+    static func binaries() throws -> Binaries {
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        let directory = URL(fileURLWithPath: executable).deletingLastPathComponent().path
+        let needed = [
+            "loadgen", "file-read", "echo-server", "http-server", "uring-echo-server", "nio-server",
+            "dispatch-echo-server",
+        ]
+        let missing = needed.filter { access("\(directory)/\($0)", X_OK) != 0 }
+        guard missing.isEmpty else {
+            throw ValidationError(
+                "missing next to throughput: \(missing.joined(separator: ", ")); "
+                    + "run it as: swift run -c release --package-path Benchmarks throughput"
+            )
+        }
+        return Binaries(directory: directory)
+    }
+
+    /// `<Benchmarks package>/Results` when run from its .build folder, else ./throughput-results.
+    static func defaultOutput(_ binaries: Binaries) -> String {
+        if let range = binaries.directory.range(of: "/.build") {
+            return String(binaries.directory[..<range.lowerBound]) + "/Results"
+        }
+        return FileManager.default.currentDirectoryPath + "/throughput-results"
+    }
+
+    static func machine(serverCPU: Int, clientCPU: Int) -> Machine {
+        let cpuinfo = ProcessStats.readFile("/proc/cpuinfo") ?? ""
+        let model =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .flatMap { $0.split(separator: ":", maxSplits: 1).last }
+            .map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+        let meminfo = ProcessStats.readFile("/proc/meminfo") ?? ""
+        let kilobytes =
+            meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
+            .flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Double($0) } ?? 0
+        var names = utsname()
+        uname(&names)
+        let kernel = withUnsafeBytes(of: names.release) {
+            String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        return Machine(
+            cpu: model,
+            cpus: sysconf(Int32(_SC_NPROCESSORS_ONLN)),
+            kernel: kernel,
+            memoryGiB: kilobytes / 1024 / 1024,
+            serverCPU: serverCPU,
+            clientCPU: clientCPU
+        )
+    }
+}
