@@ -15,19 +15,49 @@ import Glibc
 /// One connection: a stream channel read as it arrives, parsed with RingHTTP, answered in
 /// request order (pipelining), kept alive until the client or a timeout ends it.
 ///
-/// A strict 1-second interval on the read is the watchdog: each tick checks the header and
-/// idle timeouts.
+/// **Batches.** The responses to the requests that one read delivers go out as one write:
+/// each is serialized and appended to `batch` (rope concatenation: no bytes copied), and the
+/// batch is written once they are all answered — one write operation, one send, for 16
+/// pipelined requests as for one. The order stays the request order. A static file's head is
+/// the last response of its batch, which is written before the file is read; the file's chunks
+/// follow as they are read, and the requests after it wait in `pending` until it is out. A
+/// `100 Continue` joins the batch after the responses to the requests before it (or waits for
+/// a file being streamed). `Connection: close` ends the batch; the connection closes once it
+/// is written. A parse error (400, 413, …) or a header timeout (408) is answered after the
+/// requests before it, then the connection closes.
+///
+/// **Timeouts.** The ring's ``ConnectionSweeper`` calls ``tick(_:)`` once a second: the
+/// header timeout counts whole ticks since the current request's first bytes, the idle
+/// timeout since the last bytes, so a timeout of T seconds fires between T and T + 1 seconds.
+/// The channel itself has no interval: no operation arms a ring timeout.
 final class HTTPConnection: @unchecked Sendable {
     // @unchecked: the mutable state is touched only by this connection's handlers, which run
-    // on `queue` one at a time (a ring, or a serial DispatchQueue), and by `start` before any
-    // handler can run.
+    // on `queue` one at a time (a ring, or a serial DispatchQueue), by the sweeper's ticks,
+    // which run there too, and by `init` and `start` before any handler can run.
+
+    // MARK: Immutable after init
     private let channel: IOChannel
     private let ring: RingLoop
-    private let queue: any IOQueue
+    /// Where this connection's handlers (and its ticks) run.
+    let queue: any IOQueue
     private let server: Server
+    private let writer: HTTPResponseWriter
+    private let headerTimeout: Int
+    private let idleTimeout: Int
+    private let accessLog: Bool
 
+    // MARK: This connection's queue only
+    /// The handler of every socket write, made once: a closure per write would be an
+    /// allocation per response. It holds the connection; the channel's cleanup drops it.
+    private var written: (@Sendable (Bool, ByteRope?, Errno?) -> Void)?
     private var parser: HTTPRequestParser
+    /// Parsed requests not yet answered: they wait while a file is streamed.
     private var pending: [HTTPRequest] = []
+    /// Responses serialized and not yet written: written by `flush()`, as one operation.
+    private var batch = ByteRope()
+    /// The request being received asked for `100 Continue`, which is not sent yet (the
+    /// responses before it go first).
+    private var continueOwed = false
     /// A file response is being streamed: later requests wait for it.
     private var busy = false
     /// Close once the responses queued so far are written.
@@ -36,8 +66,12 @@ final class HTTPConnection: @unchecked Sendable {
     private var writesInFlight = 0
     /// Bytes of the file being streamed handed to the socket so far.
     private var fileBytesSent = 0
-    private var lastActivity = ContinuousClock.now
-    private var requestStarted: ContinuousClock.Instant?
+    /// Sweeper ticks since bytes last arrived (or since the connection was accepted).
+    private var idleTicks = 0
+    /// Sweeper ticks since the current request's first bytes arrived; `nil` between requests.
+    private var requestTicks: Int?
+    /// The status to answer after the requests already parsed, before closing.
+    private var failureStatus: HTTPStatus?
 
     init(
         fd: CInt,
@@ -49,19 +83,34 @@ final class HTTPConnection: @unchecked Sendable {
         self.ring = ring
         self.queue = queue
         self.server = server
+        self.writer = server.writer
+        self.headerTimeout = server.configuration.headerTimeout
+        self.idleTimeout = server.configuration.idleTimeout
+        self.accessLog = server.configuration.accessLog
         self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
         let box = ConnectionBox()
         self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: queue, ring: ring) { _ in
             close(fd)
-            if let connection = box.connection.withLock({ $0 }) { onClose(connection) }
+            if let connection = box.connection.withLock({ $0 }) {
+                connection.cleanedUp()
+                onClose(connection)
+            }
             box.connection.withLock { $0 = nil }
+        }
+        self.written = { done, _, error in
+            guard done else { return }
+            self.writesInFlight -= 1
+            if error != nil {
+                self.fail()
+            } else {
+                self.closeIfDone()
+            }
         }
         box.connection.withLock { $0 = self }
     }
 
     func start() {
         self.channel.setLimit(lowWater: 1)
-        self.channel.setInterval(.seconds(1), flags: .strict)
         self.channel.read(offset: 0, length: .max, queue: self.queue) { done, data, error in
             self.received(done: done, data: data, error: error)
         }
@@ -85,13 +134,11 @@ final class HTTPConnection: @unchecked Sendable {
     private func received(done: Bool, data: ByteRope?, error: Errno?) {
         guard !self.closed else { return }
         if let data, !data.isEmpty {
-            self.lastActivity = .now
+            self.idleTicks = 0
             if !self.closing {
-                self.parser.append(data)
-                self.parse()
+                self.parse(data, with: &self.parser)
+                self.process()
             }
-        } else if !done {
-            self.tick()
         }
         if done {
             // EOF, a reset or a stop: answer what is complete, then close.
@@ -100,29 +147,55 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    private func parse() {
+    /// Appends `data` to the parser and answers the requests it completes, in order, into the
+    /// batch — or queues them while a file is streamed.
+    ///
+    /// The parser comes inout: one exclusive access for the whole parse rather than one per
+    /// call. Nothing called from here may touch `self.parser` (that would trap).
+    private func parse(_ data: ByteRope, with parser: inout HTTPRequestParser) {
+        parser.append(data)
+        var completed = false
         do throws(HTTPParseError) {
-            while let request = try self.parser.next() { self.pending.append(request) }
-            if let head = try self.parser.nextHead(), head.expectsContinue {
-                self.write(HTTPResponseWriter.continueResponse)
+            while !self.closing && !self.closed, let request = try parser.next() {
+                completed = true
+                // A continue still owed was for this request, whose body is here now.
+                self.continueOwed = false
+                if self.busy {
+                    self.pending.append(request)
+                } else {
+                    assert(self.pending.isEmpty, "requests wait only while a file is streamed")
+                    self.respond(to: request)
+                }
+            }
+            if let head = try parser.nextHead(), head.expectsContinue {
+                self.continueOwed = true
             }
         } catch {
             self.failAfterPending(status: error.status)
         }
-        self.requestStarted = self.parser.isMidRequest ? (self.requestStarted ?? .now) : nil
-        self.process()
+        // The header timeout counts from the first bytes of the request now being received.
+        if !parser.isMidRequest {
+            self.requestTicks = nil
+        } else if completed || self.requestTicks == nil {
+            self.requestTicks = 0
+        }
     }
 
-    /// The strict interval's tick: the header and idle timeouts.
-    private func tick() {
-        let now = ContinuousClock.now
-        if let started = self.requestStarted, !self.closing,
-            now - started > .seconds(self.server.configuration.headerTimeout)
-        {
-            self.failAfterPending(status: 408)
-            self.process()
-        } else if self.pending.isEmpty && !self.busy && self.writesInFlight == 0 && self.requestStarted == nil
-            && now - self.lastActivity > .seconds(self.server.configuration.idleTimeout)
+    /// A second has passed, or `seconds` have (the ring's sweeper): the header and idle
+    /// timeouts.
+    func tick(_ seconds: Int) {
+        guard !self.closed else { return }
+        self.idleTicks += seconds
+        if let requestTicks = self.requestTicks {
+            // Ticks counted since the request began: its age is at least `elapsed - 1` s.
+            let elapsed = requestTicks + seconds
+            self.requestTicks = elapsed
+            if elapsed > self.headerTimeout && !self.closing {
+                self.failAfterPending(status: 408)
+                self.process()
+            }
+        } else if self.idleTicks > self.idleTimeout && self.pending.isEmpty && !self.busy
+            && self.writesInFlight == 0
         {
             self.closing = true
             self.closeIfDone()
@@ -131,99 +204,130 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Answering
 
-    private var failureStatus: HTTPStatus?
-
     /// Answers `status` after the requests already parsed, then closes.
     private func failAfterPending(status: HTTPStatus) {
         guard self.failureStatus == nil else { return }
         self.failureStatus = status
     }
 
+    /// Answers the pending requests in order into the batch (until a file must be streamed or
+    /// the connection is to close), then what is owed after them, and writes the batch.
     private func process() {
-        while !self.busy && !self.closing, !self.pending.isEmpty {
-            let request = self.pending.removeFirst()
-            self.respond(to: request)
+        if !self.pending.isEmpty {
+            var answered = 0
+            while !self.busy && !self.closing && !self.closed && answered < self.pending.count {
+                let request = self.pending[answered]
+                answered += 1
+                self.respond(to: request)
+            }
+            if self.closing || self.closed || answered == self.pending.count {
+                self.pending.removeAll(keepingCapacity: true)
+            } else {
+                self.pending.removeFirst(answered)
+            }
         }
-        if !self.busy && self.pending.isEmpty, let status = self.failureStatus, !self.closing {
-            let response = HTTPResponse(status: status, closeConnection: true)
-            self.log(method: "-", path: "-", status: status, bytes: 0)
-            self.write(self.server.writer.serialize(response))
-            self.closing = true
+        if !self.busy && !self.closing && !self.closed && self.pending.isEmpty {
+            if let status = self.failureStatus {
+                let response = HTTPResponse(status: status, closeConnection: true)
+                if self.accessLog { self.log(method: "-", path: "-", status: status, bytes: 0) }
+                self.batch.append(self.writer.serialize(response))
+                self.closing = true
+            } else if self.continueOwed {
+                self.continueOwed = false
+                self.batch.append(HTTPResponseWriter.continueResponse)
+            }
         }
+        self.flush()
         self.closeIfDone()
     }
+
+    private static let hello = ByteRope(copying: "Hello, World!".utf8)
+    private static let textPlain: [(name: String, value: String)] = [("Content-Type", "text/plain")]
+    private static let octetStream: [(name: String, value: String)] = [("Content-Type", "application/octet-stream")]
+    private static let allowGetHead: [(name: String, value: String)] = [("Allow", "GET, HEAD")]
+    private static let allowPost: [(name: String, value: String)] = [("Allow", "POST")]
 
     private func respond(to request: HTTPRequest) {
         let keepAlive = request.keepAlive && !self.server.stopping.load(ordering: .relaxed)
         if !keepAlive {
             // This is the last response: later pipelined requests are not answered.
             self.closing = true
-            self.pending.removeAll()
         }
-        switch (request.method, request.path) {
+        let path = Self.path(of: request.head)
+        switch (request.method, path) {
         case (.get, "/"), (.head, "/"):
-            self.send(.ok, body: ByteRope(copying: "Hello, World!".utf8), type: "text/plain", to: request, keepAlive)
+            self.send(.ok, body: Self.hello, headers: Self.textPlain, to: request, path, keepAlive)
         case (.post, "/echo"):
-            self.send(.ok, body: request.body, type: "application/octet-stream", to: request, keepAlive)
+            self.send(.ok, body: request.body, headers: Self.octetStream, to: request, path, keepAlive)
         case (.other, _):
-            self.send(501, body: ByteRope(), type: nil, to: request, keepAlive)
+            self.send(501, to: request, path, keepAlive)
         case (_, "/"):
-            self.send(405, body: ByteRope(), type: nil, to: request, keepAlive, extra: [("Allow", "GET, HEAD")])
+            self.send(405, headers: Self.allowGetHead, to: request, path, keepAlive)
         case (_, "/echo"):
-            self.send(405, body: ByteRope(), type: nil, to: request, keepAlive, extra: [("Allow", "POST")])
+            self.send(405, headers: Self.allowPost, to: request, path, keepAlive)
         case (.get, _), (.head, _):
-            self.serveFile(request, keepAlive: keepAlive)
+            self.serveFile(request, path: path, keepAlive: keepAlive)
         default:
-            self.send(405, body: ByteRope(), type: nil, to: request, keepAlive, extra: [("Allow", "GET, HEAD")])
+            self.send(405, headers: Self.allowGetHead, to: request, path, keepAlive)
         }
     }
 
+    /// The request's path; for the targets `/` and `/echo` without building a `String` from
+    /// the received bytes.
+    private static func path(of head: HTTPRequestHead) -> String {
+        let target = head.targetBytes
+        switch target.count {
+        case 1 where target[0] == UInt8(ascii: "/"): return "/"
+        case 5 where target.elementsEqual("/echo".utf8): return "/echo"
+        default: return head.path
+        }
+    }
+
+    /// Serializes a response into the batch.
     private func send(
         _ status: HTTPStatus,
-        body: ByteRope,
-        type: String?,
+        body: ByteRope = ByteRope(),
+        headers: [(name: String, value: String)] = [],
         to request: HTTPRequest,
-        _ keepAlive: Bool,
-        extra: [(name: String, value: String)] = []
+        _ path: String,
+        _ keepAlive: Bool
     ) {
-        var headers = extra
-        if let type { headers.append(("Content-Type", type)) }
         let response = HTTPResponse(status: status, headers: headers, body: body, closeConnection: !keepAlive)
-        self.log(method: request.method.rawValue, path: request.path, status: status, bytes: body.count)
-        self.write(self.server.writer.serialize(response, for: request.head))
+        if self.accessLog { self.log(method: request.method.rawValue, path: path, status: status, bytes: body.count) }
+        self.batch.append(self.writer.serialize(response, for: request.head))
     }
 
     // MARK: Static files
 
-    private func serveFile(_ request: HTTPRequest, keepAlive: Bool) {
+    private func serveFile(_ request: HTTPRequest, path: String, keepAlive: Bool) {
         guard let root = self.server.root else {
-            return self.send(404, body: ByteRope(), type: nil, to: request, keepAlive)
+            return self.send(404, to: request, path, keepAlive)
         }
-        guard let relative = HTTPPath.normalized(request.path) else {
-            return self.send(403, body: ByteRope(), type: nil, to: request, keepAlive)
+        guard let relative = HTTPPath.normalized(path) else {
+            return self.send(403, to: request, path, keepAlive)
         }
-        var path = root + relative
+        var filePath = root + relative
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            return self.send(404, body: ByteRope(), type: nil, to: request, keepAlive)
+        guard stat(filePath, &info) == 0 else {
+            return self.send(404, to: request, path, keepAlive)
         }
         if info.st_mode & S_IFMT == S_IFDIR {
-            path += path.hasSuffix("/") ? "index.html" : "/index.html"
-            guard stat(path, &info) == 0 else {
-                return self.send(404, body: ByteRope(), type: nil, to: request, keepAlive)
+            filePath += filePath.hasSuffix("/") ? "index.html" : "/index.html"
+            guard stat(filePath, &info) == 0 else {
+                return self.send(404, to: request, path, keepAlive)
             }
         }
         // Symlinks may not lead out of the root.
-        guard let resolved = realpath(path, nil) else {
-            return self.send(404, body: ByteRope(), type: nil, to: request, keepAlive)
+        guard let resolved = realpath(filePath, nil) else {
+            return self.send(404, to: request, path, keepAlive)
         }
         let real = String(cString: resolved)
         free(resolved)
         guard real.hasPrefix(root + "/") else {
-            return self.send(403, body: ByteRope(), type: nil, to: request, keepAlive)
+            return self.send(403, to: request, path, keepAlive)
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            return self.send(404, body: ByteRope(), type: nil, to: request, keepAlive)
+            return self.send(404, to: request, path, keepAlive)
         }
         let size = Int(info.st_size)
         let response = HTTPResponse(
@@ -231,9 +335,11 @@ final class HTTPConnection: @unchecked Sendable {
             headers: [("Content-Type", Self.contentType(of: real)), ("Content-Length", String(size))],
             closeConnection: !keepAlive
         )
-        self.log(method: request.method.rawValue, path: request.path, status: .ok, bytes: size)
-        self.write(self.server.writer.serializeHead(response, for: request.head))
+        if self.accessLog { self.log(method: request.method.rawValue, path: path, status: .ok, bytes: size) }
+        self.batch.append(self.writer.serializeHead(response, for: request.head))
         guard request.method == .get, size > 0 else { return }
+        // The head ends the batch: the file's bytes follow it on the socket.
+        self.flush()
         // The file's bytes: read through a random-access channel, each chunk written to the
         // socket as the rope region it was read into — no copy in between.
         let file: IOChannel
@@ -287,25 +393,37 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Writing and closing
 
+    /// Writes the batch, if any, as one operation.
+    private func flush() {
+        guard !self.batch.isEmpty else { return }
+        var bytes = ByteRope()
+        swap(&bytes, &self.batch)
+        self.write(bytes)
+    }
+
     private func write(_ bytes: ByteRope) {
+        // Nothing more goes out once the connection is closed (or its channel cleaned up).
+        guard !self.closed, let written = self.written else { return }
         self.writesInFlight += 1
-        self.channel.write(offset: 0, data: bytes, queue: self.queue) { done, _, error in
-            guard done else { return }
-            self.writesInFlight -= 1
-            if error != nil {
-                self.fail()
-            } else {
-                self.closeIfDone()
-            }
-        }
+        self.channel.write(offset: 0, data: bytes, queue: self.queue, handler: written)
     }
 
     /// Closes once closing was asked for and everything queued is written.
     private func closeIfDone() {
         guard self.closing, !self.closed, !self.busy, self.writesInFlight == 0 else { return }
+        assert(self.batch.isEmpty, "a handler returned without writing its batch")
         self.closed = true
         // .stop: the read is waiting for more bytes that will not be answered.
         self.channel.close(flags: .stop)
+    }
+
+    /// The channel's cleanup handler ran (every operation has finished): let go of the write
+    /// handler, which holds the connection, and of what was not sent.
+    private func cleanedUp() {
+        self.closed = true
+        self.written = nil
+        self.batch = ByteRope()
+        self.pending.removeAll()
     }
 
     /// Ends the connection at once.
@@ -316,7 +434,6 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func log(method: String, path: String, status: HTTPStatus, bytes: Int) {
-        guard self.server.configuration.accessLog else { return }
         print("\(method) \(path) \(status.code) \(bytes)")
         fflush(nil)
     }

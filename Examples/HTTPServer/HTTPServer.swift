@@ -106,7 +106,8 @@ final class Server: Sendable {
     let root: String?
     private let group: RingLoopGroup
     private let listeners = Mutex<[IOListener]>([])
-    private let connections = Mutex<[ObjectIdentifier: HTTPConnection]>([:])
+    /// One per ring, in the order of `group.rings`: its live connections and their timeouts.
+    private let sweepers: [ConnectionSweeper]
     let stopping = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let signalSources = Mutex<[IOSource]>([])
@@ -114,6 +115,7 @@ final class Server: Sendable {
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
         self.configuration = configuration
         self.group = group
+        self.sweepers = group.rings.map { ConnectionSweeper(ring: $0, hops: configuration.queue == .dispatch) }
         if let root = configuration.root {
             guard let resolved = realpath(root, nil) else {
                 throw ValidationError("--root \(root) cannot be resolved")
@@ -135,7 +137,8 @@ final class Server: Sendable {
         options.maxConnections = max(1, self.configuration.maxConnections / self.group.rings.count)
         var port = self.configuration.port
         var listeners: [IOListener] = []
-        for ring in self.group.rings {
+        for (ring, sweeper) in zip(self.group.rings, self.sweepers) {
+            sweeper.start()
             let listenerBox = ListenerBox()
             let listener = try IOListener(
                 host: self.configuration.host,
@@ -146,7 +149,7 @@ final class Server: Sendable {
             ) { event in
                 switch event {
                 case .accepted(let fd):
-                    self.accepted(fd, on: ring, listener: listenerBox)
+                    self.accepted(fd, on: ring, sweeper: sweeper, listener: listenerBox)
                 case .failed(let error):
                     self.logger.warning("accept failed: \(error) (retrying)")
                 }
@@ -164,7 +167,7 @@ final class Server: Sendable {
         }
     }
 
-    private func accepted(_ fd: CInt, on ring: RingLoop, listener: ListenerBox) {
+    private func accepted(_ fd: CInt, on ring: RingLoop, sweeper: ConnectionSweeper, listener: ListenerBox) {
         guard !self.stopping.load(ordering: .acquiring) else {
             close(fd)
             listener.connectionClosed()
@@ -173,10 +176,10 @@ final class Server: Sendable {
         let queue: any IOQueue =
             self.configuration.queue == .ring ? ring : DispatchQueue(label: "http-server.connection")
         let connection = HTTPConnection(fd: fd, ring: ring, queue: queue, server: self) { connection in
-            self.connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+            sweeper.remove(connection)
             listener.connectionClosed()
         }
-        self.connections.withLock { $0[ObjectIdentifier(connection)] = connection }
+        sweeper.add(connection)
         connection.start()
     }
 
@@ -185,16 +188,17 @@ final class Server: Sendable {
         guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for listener in self.listeners.withLock({ $0 }) { listener.close() }
         DispatchQueue.global().async {
-            for connection in self.connections.withLock({ Array($0.values) }) { connection.shutdown() }
+            for connection in self.sweepers.flatMap(\.all) { connection.shutdown() }
             let deadline = ContinuousClock.now + .seconds(self.configuration.drainSeconds)
-            while ContinuousClock.now < deadline, !self.connections.withLock({ $0.isEmpty }) {
+            while ContinuousClock.now < deadline, !self.sweepers.allSatisfy(\.isEmpty) {
                 usleep(5_000)
             }
-            for connection in self.connections.withLock({ Array($0.values) }) { connection.stop() }
+            for connection in self.sweepers.flatMap(\.all) { connection.stop() }
             let closeDeadline = ContinuousClock.now + .seconds(2)
-            while ContinuousClock.now < closeDeadline, !self.connections.withLock({ $0.isEmpty }) {
+            while ContinuousClock.now < closeDeadline, !self.sweepers.allSatisfy(\.isEmpty) {
                 usleep(5_000)
             }
+            for sweeper in self.sweepers { sweeper.stop() }
             for source in self.signalSources.withLock({ $0 }) { source.cancel() }
             self.stopped.signal()
         }
