@@ -16,8 +16,8 @@ enum RatioChart {
     static let plotWidth = 520.0
     static let barHeight = 13.0
     static let rowGap = 10.0
-    /// The axis: 2^-6 … 2^4 (1/64 … 16); ratios beyond are drawn to the edge with their value.
-    static let lowExponent = -6.0
+    /// The axis: 2^-4 … 2^4 (1/16 … 16); ratios beyond are drawn to the edge with their value.
+    static let lowExponent = -4.0
     static let highExponent = 4.0
 
     static func svg(_ report: RunReport) -> String {

@@ -23,7 +23,7 @@ struct Throughput: ParsableCommand {
             Starts every server pinned to one CPU and the load generator (or wrk, fio) on another, \
             runs each workload on the servers in turn (A B C A B C …), repeats, and writes a table of \
             medians with min–max and ratios to RingIO (Markdown, JSON, an SVG chart) to the output \
-            folder. Full run: about 12 minutes; --quick: under 2; --smoke: proves every piece works.
+            folder. Full run: about 10 minutes; --quick: under 2; --smoke: proves every piece works.
             nginx, wrk and fio join when installed (apt-get install -y nginx wrk fio).
             """
     )
@@ -58,6 +58,9 @@ struct Throughput: ParsableCommand {
     @Option(help: "Where throughput.md, throughput.json and throughput.svg go (default: Benchmarks/Results).")
     var output: String?
 
+    @Flag(help: "Measure nothing: rewrite throughput.md and throughput.svg from the output folder's throughput.json.")
+    var renderOnly = false
+
     mutating func validate() throws {
         if self.quick && self.smoke { throw ValidationError("--quick and --smoke are exclusive") }
         for group in self.only.split(separator: ",") where WorkloadGroup(rawValue: String(group)) == nil {
@@ -77,12 +80,17 @@ struct Throughput: ParsableCommand {
         }
         Harness.taskset = taskset
         let binaries = try Self.binaries()
+        let outputDirectory = self.output ?? Self.defaultOutput(binaries)
+        if self.renderOnly {
+            let data = try Data(contentsOf: URL(fileURLWithPath: "\(outputDirectory)/throughput.json"))
+            try Self.write(try JSONDecoder().decode(RunReport.self, from: data), to: outputDirectory)
+            return
+        }
         var timing = self.smoke ? Timing.smoke : self.quick ? Timing.quick : Timing.full
         timing.repeats = self.repeats ?? timing.repeats
         timing.duration = self.duration ?? timing.duration
         timing.warmup = self.warmup ?? timing.warmup
         timing.idleConnections = self.idleConnections ?? timing.idleConnections
-        let outputDirectory = self.output ?? Self.defaultOutput(binaries)
 
         raiseDescriptorLimit()
         let scratch = NSTemporaryDirectory() + "ringio-throughput-\(getpid())"
@@ -112,17 +120,22 @@ struct Throughput: ParsableCommand {
             memory: harness.memory,
             notes: harness.notes
         )
-        try makeDirectory(outputDirectory)
-        let markdown = report.markdown
-        try writeFile("\(outputDirectory)/throughput.md", markdown)
-        try report.json().write(to: URL(fileURLWithPath: "\(outputDirectory)/throughput.json"))
-        try writeFile("\(outputDirectory)/throughput.svg", RatioChart.svg(report))
-        print(markdown)
-        printToStandardError("Written: \(outputDirectory)/throughput.{md,json,svg}")
+        try Self.write(report, to: outputDirectory)
         if harness.failed {
             printToStandardError("Some runs FAILED (see the table and the messages above).")
             throw ExitCode.failure
         }
+    }
+
+    /// Writes the report's Markdown, JSON and chart to `directory`, and prints the Markdown.
+    static func write(_ report: RunReport, to directory: String) throws {
+        try makeDirectory(directory)
+        let markdown = report.markdown
+        try writeFile("\(directory)/throughput.md", markdown)
+        try report.json().write(to: URL(fileURLWithPath: "\(directory)/throughput.json"))
+        try writeFile("\(directory)/throughput.svg", RatioChart.svg(report))
+        print(markdown)
+        printToStandardError("Written: \(directory)/throughput.{md,json,svg}")
     }
 
     /// The folder this executable is in: `swift run` builds every tool there.
