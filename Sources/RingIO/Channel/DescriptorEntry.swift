@@ -81,6 +81,9 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     private var receiveCancelled = false
     private var multishotUnsupported = false
     private var fallbackMemory: _ReadMemory?
+    /// The receive ended with ENOBUFS and waits (one ring turn at most) for buffers to come
+    /// back before reading into fresh memory.
+    private var awaitingBuffers = false
 
     private enum OpenState {
         case open
@@ -146,6 +149,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         }
         if case .opening = self.openState { return }
         self.finished = true
+        self.awaitingBuffers = false
         if self.path != nil, self.fd >= 0 {
             let fd = self.fd
             self.fd = -1
@@ -381,7 +385,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
 
     /// Arms a receive for the head read if it wants data and none is armed.
     func receiveWanted() {
-        guard self.receive == nil, let head = self.readHead, head.wantsData else { return }
+        guard self.receive == nil, !self.awaitingBuffers, let head = self.readHead, head.wantsData else { return }
         let pool = self.core.providedBuffers
         let remaining = head.remaining
         let request: RingRequest
@@ -475,6 +479,23 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         if self.receive == nil { self.finishIfIdle() }
     }
 
+    /// One read into fresh memory, when the provided buffers stay exhausted; multishot
+    /// resumes after it.
+    private func readIntoFreshMemory() {
+        guard self.receive == nil, let head = self.readHead, head.wantsData else {
+            self.finishIfIdle()
+            return
+        }
+        let memory = _ReadMemory(size: _ChannelLimits.fallbackReceiveSize)
+        self.fallbackMemory = memory
+        self.core.counters.fallbackReceives.add(1, ordering: .relaxed)
+        self.receive = self.core.submit(
+            .read(fd: self.fd, buffer: memory.buffer, offset: -1),
+            target: self,
+            context: Tag.fallbackRead
+        )
+    }
+
     /// A receive completed without data.
     private func receiveEnded(result: Int32) {
         let error = -result
@@ -486,17 +507,22 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
             // down) ends the read — re-arming would fight the cancellation.
             if !self.receiveCancelled { self.readHead?.receiveFailed(.canceled) }
         case ENOBUFS:
-            // Every provided buffer is held by ropes: read into fresh memory instead — no
-            // wait, no loss. Multishot resumes afterwards.
-            guard self.readHead != nil else { return }
-            let memory = _ReadMemory(size: _ChannelLimits.fallbackReceiveSize)
-            self.fallbackMemory = memory
-            self.core.counters.fallbackReceives.add(1, ordering: .relaxed)
-            self.receive = self.core.submit(
-                .read(fd: self.fd, buffer: memory.buffer, offset: -1),
-                target: self,
-                context: Tag.fallbackRead
-            )
+            // Every provided buffer is held by ropes. Those released in this turn (writes that
+            // completed, handlers that returned) go back to the kernel at its end: receive
+            // into them then. If none came back, read into fresh memory at the start of the
+            // next turn — a bounded wait, never a stall, and no loss either way.
+            guard self.readHead != nil, !self.awaitingBuffers else { return }
+            self.awaitingBuffers = true
+            self.core.providedBuffers.whenBuffersReturn { [self] in
+                guard self.awaitingBuffers else { return }
+                self.awaitingBuffers = false
+                self.receiveWanted()
+            }
+            self.core.enqueue { [self] in
+                guard self.awaitingBuffers else { return }
+                self.awaitingBuffers = false
+                self.readIntoFreshMemory()
+            }
         case EAGAIN:
             guard let head = self.readHead else { return }
             if head.untilWouldBlock && head.received > 0 {

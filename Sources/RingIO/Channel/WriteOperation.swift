@@ -16,7 +16,9 @@ import Glibc
 /// mark, each further syscall reports the remaining data. Success ends with `(true, nil, nil)`,
 /// an error with `(true, remaining, error)`.
 internal final class _WriteOperation: _Operation, @unchecked Sendable {
-    let data: ByteRope
+    /// The bytes to write; dropped once all are written, so that the regions (received
+    /// buffers, in an echo) go back to their owners without waiting for the final call.
+    private var data: ByteRope
     private var written = 0
     private var bufferStart = 0
     private var bufferEnd = 0
@@ -212,6 +214,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         self.syscallInFlight = false
         if result > 0 { self.written += Int(result) }
         if self.written == self.data.count {
+            self.data = ByteRope()  // `written` stays: a stream write to a file sets the position from it
             self.deliver(done: true, data: nil, error: nil)
             self.finish()
             return
