@@ -81,9 +81,12 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     private var receiveCancelled = false
     private var multishotUnsupported = false
     private var fallbackMemory: _ReadMemory?
-    /// The receive ended with ENOBUFS and waits (one ring turn at most) for buffers to come
-    /// back before reading into fresh memory.
+    /// The receive ended with ENOBUFS and waits (one ring turn) for buffers to come back
+    /// before reading into fresh memory.
     private var awaitingBuffers = false
+    /// The receive was re-armed after such a wait and has received nothing since: a second
+    /// ENOBUFS in a row reads into fresh memory at once (other receives took the buffers).
+    private var rearmedAfterWait = false
 
     private enum OpenState {
         case open
@@ -442,6 +445,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
                 guard let id = flags.bufferID else {
                     preconditionFailure("RingIO: a buffer-select receive completed without a buffer")
                 }
+                self.rearmedAfterWait = false
                 self.received(self.core.providedBuffers.lend(id, length: Int(result)))
             } else {
                 self.receiveEnded(result: result)
@@ -508,20 +512,28 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
             if !self.receiveCancelled { self.readHead?.receiveFailed(.canceled) }
         case ENOBUFS:
             // Every provided buffer is held by ropes. Those released in this turn (writes that
-            // completed, handlers that returned) go back to the kernel at its end: receive
-            // into them then. If none came back, read into fresh memory at the start of the
-            // next turn — a bounded wait, never a stall, and no loss either way.
+            // completed, handlers that returned) go back to the kernel at its end. At the start
+            // of the next turn: receive into them if any came back, else (or if this is the
+            // second ENOBUFS in a row) read into fresh memory — a wait of one turn, never a
+            // stall, no timer, and no loss either way.
             guard self.readHead != nil, !self.awaitingBuffers else { return }
-            self.awaitingBuffers = true
-            self.core.providedBuffers.whenBuffersReturn { [self] in
-                guard self.awaitingBuffers else { return }
-                self.awaitingBuffers = false
-                self.receiveWanted()
+            if self.rearmedAfterWait {
+                self.rearmedAfterWait = false
+                self.readIntoFreshMemory()
+                return
             }
+            self.awaitingBuffers = true
             self.core.enqueue { [self] in
                 guard self.awaitingBuffers else { return }
                 self.awaitingBuffers = false
-                self.readIntoFreshMemory()
+                let pool = self.core.providedBuffers
+                if pool.buffersOnLoan < pool.bufferCount {
+                    self.rearmedAfterWait = true
+                    self.receiveWanted()
+                    if self.receive == nil { self.finishIfIdle() }
+                } else {
+                    self.readIntoFreshMemory()
+                }
             }
         case EAGAIN:
             guard let head = self.readHead else { return }
