@@ -42,7 +42,8 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Closed with every operation finished: reported to the entry.
     var done = false
     /// Operations scheduled and not yet finished.
-    var operations: [_Operation] = []
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) var operations: [_Operation] = []
 
     init(
         kind: IOChannel.Kind,

@@ -58,7 +58,8 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     private var openWaiters: [() -> Void] = []
     /// EBADF: every operation on the descriptor ends with it (R65).
     private var poison: Errno?
-    private var channels: [_ChannelState] = []
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) private var channels: [_ChannelState] = []
     private var cleanups: [(queue: any IOQueue, handler: @Sendable (Errno?) -> Void)] = []
     /// Operations and barriers not yet retired (finished with no syscall in flight).
     private var unretired = 0
@@ -68,13 +69,13 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // Ordering
     private var admittedUnfinished = 0
     private var barrier: _Barrier?
-    private var blocked: [_Blocked] = []
-    private var lanes: [_FIFO<_Operation>] = [_FIFO(), _FIFO(), _FIFO()]
-    private var laneHeads: [_Operation?] = [nil, nil, nil]
+    @exclusivity(unchecked) private var blocked: [_Blocked] = []
+    @exclusivity(unchecked) private var lanes: [_FIFO<_Operation>] = [_FIFO(), _FIFO(), _FIFO()]
+    @exclusivity(unchecked) private var laneHeads: [_Operation?] = [nil, nil, nil]
 
     // The receive for stream reads
     /// Bytes received and not yet taken by a read: they belong to the next read (never lost).
-    private var carry = ByteRope()
+    @exclusivity(unchecked) private var carry = ByteRope()
     /// The armed receive (or poll, or fallback read); `nil` when none is in flight.
     private var receive: UInt64?
     private var receiveIsMultishot = false

@@ -54,7 +54,8 @@ internal class _Operation: RingOperationTarget {
     // MARK: Handler calls (any thread, see `deliver`)
     private let calls = Mutex(_HandlerCalls())
     /// The calls being run; touched only by the one running drain.
-    private var draining: [_HandlerCall] = []
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) private var draining: [_HandlerCall] = []
 
     init(
         channel: _ChannelState,

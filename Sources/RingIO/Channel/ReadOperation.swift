@@ -18,7 +18,8 @@ internal class _ReadOperation: _Operation, @unchecked Sendable {
     /// How many bytes to read (`Int.max`: until EOF).
     let length: Int
     /// Bytes read and not yet delivered.
-    var pending = ByteRope()
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) var pending = ByteRope()
     /// Bytes read so far, delivered or not.
     var received = 0
 

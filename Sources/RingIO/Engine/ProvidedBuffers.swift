@@ -38,9 +38,10 @@ internal final class _ProvidedBuffers {
 
     // MARK: Ring thread only
     /// One owner per buffer id, for the pool's whole life.
-    private var owners: ContiguousArray<_ProvidedBufferOwner>
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) private var owners: ContiguousArray<_ProvidedBufferOwner>
     /// Buffer ids on loan to ropes.
-    private var onLoan: [UInt16] = []
+    @exclusivity(unchecked) private var onLoan: [UInt16] = []
     /// Called once when buffers come back after the pool ran dry.
     private var waiters: [() -> Void] = []
 
