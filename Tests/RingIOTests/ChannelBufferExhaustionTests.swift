@@ -18,10 +18,17 @@ struct ChannelBufferExhaustionTests {
     /// Byte `i` of every test stream.
     private static func pattern(_ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: index % 251) }
 
-    private static func socketPair() -> (CInt, CInt) {
+    /// A ring with 4 receive buffers of 256 bytes, a stream channel on one end of a socketpair
+    /// (its cleanup closes that end), and the other end.
+    private static func streamOnSmallPool() throws -> (RingLoop, IOChannel, peer: CInt) {
+        let ring = try RingLoop(entries: 64, receiveBuffers: 4, receiveBufferSize: 256)
         var pair: [CInt] = [0, 0]
         precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        return (pair[0], pair[1])
+        let local = pair[0]
+        let channel = IOChannel(kind: .stream, fileDescriptor: local, queue: ring, ring: ring) { _ in
+            Glibc.close(local)
+        }
+        return (ring, channel, pair[1])
     }
 
     /// Writes `count` pattern bytes to blocking `fd` from another thread.
@@ -45,13 +52,9 @@ struct ChannelBufferExhaustionTests {
 
     @Test("a reader that keeps every rope: the rest is read into fresh memory, nothing lost")
     func heldRopesFallBackToFreshMemory() throws {
-        let ring = try RingLoop(entries: 64, receiveBuffers: 4, receiveBufferSize: 256)
+        let (ring, channel, peer) = try Self.streamOnSmallPool()
         defer { ring.shutdown() }
-        let (local, peer) = Self.socketPair()
         defer { Glibc.close(peer) }
-        let channel = IOChannel(kind: .stream, fileDescriptor: local, queue: ring, ring: ring) { _ in
-            Glibc.close(local)
-        }
         let held = Mutex<[ByteRope]>([])
         let finished = DispatchSemaphore(value: 0)
         channel.read(offset: 0, length: .max, queue: ring) { done, data, error in
@@ -74,13 +77,9 @@ struct ChannelBufferExhaustionTests {
 
     @Test("an echo whose writes give the buffers back: every byte returns once, in order")
     func echoReturnsBuffers() throws {
-        let ring = try RingLoop(entries: 64, receiveBuffers: 4, receiveBufferSize: 256)
+        let (ring, channel, peer) = try Self.streamOnSmallPool()
         defer { ring.shutdown() }
-        let (local, peer) = Self.socketPair()
         defer { Glibc.close(peer) }
-        let channel = IOChannel(kind: .stream, fileDescriptor: local, queue: ring, ring: ring) { _ in
-            Glibc.close(local)
-        }
         channel.read(offset: 0, length: .max, queue: ring) { done, data, _ in
             if let data, !data.isEmpty {
                 channel.write(offset: 0, data: data, queue: ring) { _, _, error in #expect(error == nil) }

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 import Dispatch
+import ThroughputSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -44,10 +45,9 @@ struct Options {
     }
 }
 
-/// Writes a line to standard error (with `write(2)`: `stderr` is a global var, not concurrency-safe).
+/// Writes a line, prefixed with the program's name, to standard error.
 func printError(_ message: String) {
-    var line = "dispatch-echo-server: \(message)\n"
-    line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    printToStandardError("dispatch-echo-server: \(message)")
 }
 
 func usage(_ message: String) -> Never {

@@ -74,23 +74,11 @@ extension LoadEngine {
             }
             let phase = connection.pointee.sendPhase
             let length = min(self.unit - connection.pointee.sent % self.unit, self.pattern.span)
-            switch Syscalls.send(connection.pointee.fd, self.pattern.bytes(at: phase), length) {
-            case .transferred(let count):
-                connection.pointee.sent += count
-                connection.pointee.sendPhase = BytePattern.advance(phase, by: count)
-                writes += 1
-                if count < length {
-                    try self.watchWritable(index, true)
-                    return
-                }
-            case .wouldBlock:
-                try self.watchWritable(index, true)
-                return
-            case .failed(let error):
-                throw .connection(index, "send failed at offset \(connection.pointee.sent): \(error)")
-            case .endOfStream:
-                preconditionFailure("send does not report an end of stream")
-            }
+            let (count, more) = try self.sendOnce(index, self.pattern.bytes(at: phase), length)
+            connection.pointee.sent += count
+            connection.pointee.sendPhase = BytePattern.advance(phase, by: count)
+            writes += 1
+            guard more else { return }
         }
         try self.watchWritable(index, false)
     }

@@ -253,30 +253,41 @@ struct LoadEngine: ~Copyable {
                 length = min(due, self.pattern.span)
             }
             let now = monotonicNanoseconds()
-            switch Syscalls.send(connection.pointee.fd, source, length) {
-            case .transferred(let count):
-                let end = connection.pointee.sent + count
-                while connection.pointee.stamped * self.unit < end {
-                    self.stamps[index * self.depth + connection.pointee.stamped % self.depth] = now
-                    connection.pointee.stamped += 1
-                }
-                connection.pointee.sent = end
-                connection.pointee.sendPhase =
-                    self.mode == .http ? (phase + count) % self.unit : BytePattern.advance(phase, by: count)
-                if count < length {
-                    try self.watchWritable(index, true)
-                    return
-                }
-            case .wouldBlock:
-                try self.watchWritable(index, true)
-                return
-            case .failed(let error):
-                throw .connection(index, "send failed at offset \(connection.pointee.sent): \(error)")
-            case .endOfStream:
-                preconditionFailure("send does not report an end of stream")
+            let (count, more) = try self.sendOnce(index, source, length)
+            let end = connection.pointee.sent + count
+            while connection.pointee.stamped * self.unit < end {
+                self.stamps[index * self.depth + connection.pointee.stamped % self.depth] = now
+                connection.pointee.stamped += 1
             }
+            connection.pointee.sent = end
+            connection.pointee.sendPhase =
+                self.mode == .http ? (phase + count) % self.unit : BytePattern.advance(phase, by: count)
+            guard more else { return }
         }
         try self.watchWritable(index, false)
+    }
+
+    /// One send of connection `index`: how many bytes went, and whether all of them did (the
+    /// caller may go on). When the socket took less, or nothing, it is watched for room.
+    @inline(__always)
+    mutating func sendOnce(
+        _ index: Int,
+        _ source: UnsafeRawPointer,
+        _ length: Int
+    ) throws(LoadFailure) -> (count: Int, more: Bool) {
+        let connection = self.connections + index
+        switch Syscalls.send(connection.pointee.fd, source, length) {
+        case .transferred(let count):
+            if count < length { try self.watchWritable(index, true) }
+            return (count, count == length)
+        case .wouldBlock:
+            try self.watchWritable(index, true)
+            return (0, false)
+        case .failed(let error):
+            throw .connection(index, "send failed at offset \(connection.pointee.sent): \(error)")
+        case .endOfStream:
+            preconditionFailure("send does not report an end of stream")
+        }
     }
 
     /// Records the latency of operations `first..<last` of connection `index`, completed `now`.

@@ -12,6 +12,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import ThroughputSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -57,10 +58,9 @@ struct Options {
     }
 }
 
-/// Writes a line to standard error (with `write(2)`: `stderr` is a global var, not concurrency-safe).
+/// Writes a line, prefixed with the program's name, to standard error.
 func printError(_ message: String) {
-    var line = "nio-server: \(message)\n"
-    line.withUTF8 { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    printToStandardError("nio-server: \(message)")
 }
 
 func usage(_ message: String) -> Never {

@@ -111,16 +111,11 @@ final class Harness {
                         result.servers[index].failures.append("did not start")
                         continue
                     }
-                    do {
+                    self.record(workload, spec, repetition, into: &result.servers[index]) {
                         guard server.process.isRunning else {
                             throw HarnessError("the server has exited (status \(server.process.terminationStatus))")
                         }
-                        let sample = try self.measure(workload, on: server, repetition: repetition)
-                        result.servers[index].samples.append(sample)
-                        self.progress(workload, spec, repetition, sample)
-                    } catch {
-                        result.servers[index].failures.append("\(error)")
-                        self.log("\(workload.key) · \(spec.name): FAILED: \(error)")
+                        return try self.measure(workload, on: server, repetition: repetition)
                     }
                 }
             }
@@ -266,10 +261,9 @@ final class Harness {
         for repetition in 0..<self.options.timing.repeats {
             for (index, reader) in readers.enumerated() {
                 self.done += 1
-                do {
-                    let sample: Sample
+                self.record(workload, reader, repetition, into: &result.servers[index]) {
                     if reader.key == "fio" {
-                        sample = try self.runFio(path: path, bytes: bytes, repetition: repetition)
+                        return try self.runFio(path: path, bytes: bytes, repetition: repetition)
                     } else {
                         let output = try runToCompletion(
                             [
@@ -282,18 +276,13 @@ final class Harness {
                             environment: environment
                         )
                         let read = try JSONDecoder().decode(FileReadOutput.self, from: Data(output.utf8))
-                        sample = Sample(
+                        return Sample(
                             repetition: repetition,
                             operationsPerSecond: Double(read.bytes) / read.seconds / 1e9,
                             megabytesPerSecond: Double(read.bytes) / read.seconds / 1e6,
                             serverCPU: read.cpuSeconds / (Double(read.bytes) / 1e9) * 1e3
                         )
                     }
-                    result.servers[index].samples.append(sample)
-                    self.progress(workload, reader, repetition, sample)
-                } catch {
-                    result.servers[index].failures.append("\(error)")
-                    self.log("file-read · \(reader.name): FAILED: \(error)")
                 }
             }
         }
@@ -301,8 +290,8 @@ final class Harness {
     }
 
     /// fio's io_uring engine reading the same file as file-read does: bs=1M, iodepth=4 (the reads
-    /// RingIO's random-access channel keeps in flight),
-    /// buffered, page cache kept warm (`--invalidate=0`); CPU from fio's own usr/sys figures.
+    /// RingIO's random-access channel keeps in flight), buffered, page cache kept warm
+    /// (`--invalidate=0`); CPU from fio's own usr/sys figures.
     private func runFio(path: String, bytes: Int, repetition: Int) throws -> Sample {
         let output = try runToCompletion(
             [
@@ -330,6 +319,24 @@ final class Harness {
     }
 
     // MARK: Progress
+
+    /// Runs one measurement: its sample, or its failure, goes to `server`, and to the log.
+    private func record(
+        _ workload: Workload,
+        _ spec: ServerSpec,
+        _ repetition: Int,
+        into server: inout ServerResult,
+        _ measure: () throws -> Sample
+    ) {
+        do {
+            let sample = try measure()
+            server.samples.append(sample)
+            self.progress(workload, spec, repetition, sample)
+        } catch {
+            server.failures.append("\(error)")
+            self.log("\(workload.key) · \(spec.name): FAILED: \(error)")
+        }
+    }
 
     private func progress(_ workload: Workload, _ spec: ServerSpec, _ repetition: Int, _ sample: Sample) {
         let figure =
