@@ -11,6 +11,14 @@ import Synchronization
 import Glibc
 #endif
 
+/// How connections are served.
+enum API: String, ExpressibleByArgument, CaseIterable {
+    /// Completion handlers (where they run: `--queue`).
+    case handlers
+    /// async/await: a task per connection on the ring that accepted it.
+    case async
+}
+
 /// Where connection handlers run.
 enum Delivery: String, ExpressibleByArgument, CaseIterable {
     /// On the ring that accepted the connection: no queue hop (the fast path).
@@ -26,9 +34,12 @@ struct EchoServer: ParsableCommand {
         abstract: "Echoes every byte back to its sender, zero-copy, on io_uring.",
         discussion: """
             Each connection is a stream IOChannel: what it reads (the kernel's receive buffers, as
-            rope regions) is written back as it came, with vectored writes. On start the server
-            prints "echo-server listening on HOST:PORT". SIGINT or SIGTERM: stop accepting, let the
-            writes in flight finish (at most --drain-seconds), close every connection, exit 0.
+            rope regions) is written back as it came, with vectored writes — by completion
+            handlers (--api handlers, on the ring or on a DispatchQueue per connection: --queue),
+            or by a task per connection on the ring that accepted it (--api async). On start the
+            server prints "echo-server listening on HOST:PORT". SIGINT or SIGTERM: stop
+            accepting, let the writes in flight finish (at most --drain-seconds), close every
+            connection, exit 0.
             """
     )
 
@@ -41,9 +52,12 @@ struct EchoServer: ParsableCommand {
     @Option(help: "Rings (threads), each accepting on its own SO_REUSEPORT socket.")
     var rings = RingLoopGroup.onlineCores
 
+    @Option(help: "How connections are served: 'handlers' (completion handlers) or 'async' (async/await on the rings).")
+    var api: API = .handlers
+
     @Option(
         help:
-            "Where handlers run: 'ring' (the accepting ring's thread) or 'dispatch' (a serial DispatchQueue per connection)."
+            "With --api handlers, where handlers run: 'ring' (the accepting ring's thread) or 'dispatch' (a serial DispatchQueue per connection)."
     )
     var queue: Delivery = .ring
 
@@ -65,6 +79,9 @@ struct EchoServer: ParsableCommand {
     @Option(help: "On SIGINT/SIGTERM, how long writes in flight may take to finish.")
     var drainSeconds = 5
 
+    @Flag(help: "On exit, print each ring's counters (wake-ups, fallback receives, the longest turn…).")
+    var stats = false
+
     func validate() throws {
         guard self.rings > 0 else { throw ValidationError("--rings must be at least 1") }
         guard self.lowWater >= 0, self.interval >= 0, self.idleTimeout >= 0, self.drainSeconds >= 0 else {
@@ -74,16 +91,35 @@ struct EchoServer: ParsableCommand {
         guard self.interval == 0 || self.idleTimeout == 0 else {
             throw ValidationError("--interval and --idle-timeout both use the channels' interval; pick one")
         }
+        guard self.api == .handlers || self.queue == .ring else {
+            throw ValidationError("--queue applies to --api handlers; async connections run on their ring")
+        }
     }
 
     func run() throws {
         let group = try RingLoopGroup(count: self.rings)
-        let server = Server(configuration: self, group: group)
-        try server.start()
-        print("echo-server listening on \(server.addresses.joined(separator: ", "))")
-        fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
-        server.waitUntilStopped()
+        switch self.api {
+        case .handlers:
+            let server = Server(configuration: self, group: group)
+            try server.start()
+            Self.announce(server.addresses)
+            server.waitUntilStopped()
+        case .async:
+            let server = try AsyncServer(configuration: self, group: group)
+            Self.announce(server.addresses)
+            server.runUntilStopped()
+        }
+        if self.stats {
+            for (index, ring) in group.rings.enumerated() {
+                print("echo-server: ring \(index): \(ring.counters)")
+            }
+        }
         group.shutdown()
+    }
+
+    private static func announce(_ addresses: [String]) {
+        print("echo-server listening on \(addresses.joined(separator: ", "))")
+        fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
     }
 }
 

@@ -41,10 +41,8 @@ final class HTTPConnection: @unchecked Sendable {
     /// Where this connection's handlers (and its ticks) run.
     let queue: any IOQueue
     private let server: Server
-    private let writer: HTTPResponseWriter
     private let headerTimeout: Int
     private let idleTimeout: Int
-    private let accessLog: Bool
 
     // MARK: This connection's queue only
     /// The handler of every socket write, made once: a closure per write would be an
@@ -83,10 +81,8 @@ final class HTTPConnection: @unchecked Sendable {
         self.ring = ring
         self.queue = queue
         self.server = server
-        self.writer = server.writer
         self.headerTimeout = server.configuration.headerTimeout
         self.idleTimeout = server.configuration.idleTimeout
-        self.accessLog = server.configuration.accessLog
         self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
         let box = ConnectionBox()
         self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: queue, ring: ring) { _ in
@@ -228,9 +224,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
         if !self.busy && !self.closing && !self.closed && self.pending.isEmpty {
             if let status = self.failureStatus {
-                let response = HTTPResponse(status: status, closeConnection: true)
-                if self.accessLog { self.log(method: "-", path: "-", status: status, bytes: 0) }
-                self.batch.append(self.writer.serialize(response))
+                self.batch.append(self.server.answer(failure: status))
                 self.closing = true
             } else if self.continueOwed {
                 self.continueOwed = false
@@ -241,153 +235,48 @@ final class HTTPConnection: @unchecked Sendable {
         self.closeIfDone()
     }
 
-    private static let hello = ByteRope(copying: "Hello, World!".utf8)
-    private static let textPlain: [(name: String, value: String)] = [("Content-Type", "text/plain")]
-    private static let octetStream: [(name: String, value: String)] = [("Content-Type", "application/octet-stream")]
-    private static let allowGetHead: [(name: String, value: String)] = [("Allow", "GET, HEAD")]
-    private static let allowPost: [(name: String, value: String)] = [("Allow", "POST")]
-
     private func respond(to request: HTTPRequest) {
         let keepAlive = request.keepAlive && !self.server.stopping.load(ordering: .relaxed)
         if !keepAlive {
             // This is the last response: later pipelined requests are not answered.
             self.closing = true
         }
-        let path = Self.path(of: request.head)
-        switch (request.method, path) {
-        case (.get, "/"), (.head, "/"):
-            self.send(.ok, body: Self.hello, headers: Self.textPlain, to: request, path, keepAlive)
-        case (.post, "/echo"):
-            self.send(.ok, body: request.body, headers: Self.octetStream, to: request, path, keepAlive)
-        case (.other, _):
-            self.send(501, to: request, path, keepAlive)
-        case (_, "/"):
-            self.send(405, headers: Self.allowGetHead, to: request, path, keepAlive)
-        case (_, "/echo"):
-            self.send(405, headers: Self.allowPost, to: request, path, keepAlive)
-        case (.get, _), (.head, _):
-            self.serveFile(request, path: path, keepAlive: keepAlive)
-        default:
-            self.send(405, headers: Self.allowGetHead, to: request, path, keepAlive)
+        let answer = self.server.answer(to: request, keepAlive: keepAlive)
+        self.batch.append(answer.bytes)
+        if let file = answer.file {
+            // The head ends the batch: the file's bytes follow it on the socket.
+            self.flush()
+            self.stream(file)
         }
-    }
-
-    /// The request's path; for the targets `/` and `/echo` without building a `String` from
-    /// the received bytes.
-    private static func path(of head: HTTPRequestHead) -> String {
-        let target = head.targetBytes
-        switch target.count {
-        case 1 where target[0] == UInt8(ascii: "/"): return "/"
-        case 5 where target.elementsEqual("/echo".utf8): return "/echo"
-        default: return head.path
-        }
-    }
-
-    /// Serializes a response into the batch.
-    private func send(
-        _ status: HTTPStatus,
-        body: ByteRope = ByteRope(),
-        headers: [(name: String, value: String)] = [],
-        to request: HTTPRequest,
-        _ path: String,
-        _ keepAlive: Bool
-    ) {
-        let response = HTTPResponse(status: status, headers: headers, body: body, closeConnection: !keepAlive)
-        if self.accessLog { self.log(method: request.method.rawValue, path: path, status: status, bytes: body.count) }
-        self.batch.append(self.writer.serialize(response, for: request.head))
     }
 
     // MARK: Static files
 
-    private func serveFile(_ request: HTTPRequest, path: String, keepAlive: Bool) {
-        guard let root = self.server.root else {
-            return self.send(404, to: request, path, keepAlive)
-        }
-        guard let relative = HTTPPath.normalized(path) else {
-            return self.send(403, to: request, path, keepAlive)
-        }
-        var filePath = root + relative
-        var info = stat()
-        guard stat(filePath, &info) == 0 else {
-            return self.send(404, to: request, path, keepAlive)
-        }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            filePath += filePath.hasSuffix("/") ? "index.html" : "/index.html"
-            guard stat(filePath, &info) == 0 else {
-                return self.send(404, to: request, path, keepAlive)
-            }
-        }
-        // Symlinks may not lead out of the root.
-        guard let resolved = realpath(filePath, nil) else {
-            return self.send(404, to: request, path, keepAlive)
-        }
-        let real = String(cString: resolved)
-        free(resolved)
-        guard real.hasPrefix(root + "/") else {
-            return self.send(403, to: request, path, keepAlive)
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            return self.send(404, to: request, path, keepAlive)
-        }
-        let size = Int(info.st_size)
-        let response = HTTPResponse(
-            status: .ok,
-            headers: [("Content-Type", Self.contentType(of: real)), ("Content-Length", String(size))],
-            closeConnection: !keepAlive
-        )
-        if self.accessLog { self.log(method: request.method.rawValue, path: path, status: .ok, bytes: size) }
-        self.batch.append(self.writer.serializeHead(response, for: request.head))
-        guard request.method == .get, size > 0 else { return }
-        // The head ends the batch: the file's bytes follow it on the socket.
-        self.flush()
-        // The file's bytes: read through a random-access channel, each chunk written to the
-        // socket as the rope region it was read into — no copy in between.
-        let file: IOChannel
+    /// Sends the file's bytes: read through a random-access channel, each chunk written to the
+    /// socket as the rope region it was read into — no copy in between. Later requests wait.
+    private func stream(_ file: Answer.File) {
+        let channel: IOChannel
         do throws(Errno) {
-            file = try IOChannel(
-                kind: .randomAccess,
-                path: FilePath(real),
-                mode: .readOnly,
-                queue: self.queue,
-                ring: self.ring
-            ) { _ in }
+            channel = try file.open(queue: self.queue, ring: self.ring)
         } catch {
             self.fail()
             return
         }
         self.busy = true
         self.fileBytesSent = 0
-        file.read(offset: 0, length: size, queue: self.queue) { done, data, error in
+        channel.read(offset: 0, length: file.size, queue: self.queue) { done, data, error in
             if let data, !data.isEmpty {
                 self.fileBytesSent += data.count
                 self.write(data)
             }
             guard done else { return }
-            file.close()
+            channel.close()
             self.busy = false
-            if error != nil || self.fileBytesSent != size {
+            if error != nil || self.fileBytesSent != file.size {
                 self.fail()  // the head promised `size` bytes: the connection cannot go on
             } else {
                 self.process()
             }
-        }
-    }
-
-    private static func contentType(of path: String) -> String {
-        let name = path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...]
-        guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
-        switch name[name.index(after: dot)...].lowercased() {
-        case "html", "htm": return "text/html; charset=utf-8"
-        case "txt": return "text/plain; charset=utf-8"
-        case "css": return "text/css"
-        case "js": return "text/javascript"
-        case "json": return "application/json"
-        case "svg": return "image/svg+xml"
-        case "png": return "image/png"
-        case "jpg", "jpeg": return "image/jpeg"
-        case "gif": return "image/gif"
-        case "pdf": return "application/pdf"
-        default: return "application/octet-stream"
         }
     }
 
@@ -431,11 +320,6 @@ final class HTTPConnection: @unchecked Sendable {
         guard !self.closed else { return }
         self.closed = true
         self.channel.close(flags: .stop)
-    }
-
-    private func log(method: String, path: String, status: HTTPStatus, bytes: Int) {
-        print("\(method) \(path) \(status.code) \(bytes)")
-        fflush(nil)
     }
 }
 

@@ -13,6 +13,14 @@ import Synchronization
 import Glibc
 #endif
 
+/// How connections are served.
+enum API: String, ExpressibleByArgument, CaseIterable {
+    /// Completion handlers (where they run: `--queue`).
+    case handlers
+    /// async/await: a task per connection on the ring that accepted it.
+    case async
+}
+
 /// Where connection handlers run.
 enum Delivery: String, ExpressibleByArgument, CaseIterable {
     /// On the ring that accepted the connection: no queue hop (the fast path).
@@ -30,9 +38,11 @@ struct HTTPServer: ParsableCommand {
             Routes: GET / answers "Hello, World!"; POST /echo answers with the request's body;
             any other GET or HEAD serves a file under --root (file bytes go from the read buffers
             to the socket as they are). Bad input gets its status (400, 405, 408, 413, 414, 431,
-            501) and never a crash or a hang. Prints "http-server listening on HOST:PORT" first.
-            SIGINT or SIGTERM: stop accepting, finish what is in flight (at most
-            --drain-seconds), exit 0.
+            501) and never a crash or a hang. Connections are served by completion handlers
+            (--api handlers, on the ring or a DispatchQueue per connection: --queue) or by a task
+            per connection on the ring that accepted it (--api async). Prints "http-server
+            listening on HOST:PORT" first. SIGINT or SIGTERM: stop accepting, finish what is in
+            flight (at most --drain-seconds), exit 0.
             """
     )
 
@@ -45,8 +55,12 @@ struct HTTPServer: ParsableCommand {
     @Option(help: "Rings (threads), each accepting on its own SO_REUSEPORT socket.")
     var rings = RingLoopGroup.onlineCores
 
+    @Option(help: "How connections are served: 'handlers' (completion handlers) or 'async' (async/await on the rings).")
+    var api: API = .handlers
+
     @Option(
-        help: "Where handlers run: 'ring' (the accepting ring's thread) or 'dispatch' (a DispatchQueue per connection)."
+        help:
+            "With --api handlers, where handlers run: 'ring' (the accepting ring's thread) or 'dispatch' (a DispatchQueue per connection)."
     )
     var queue: Delivery = .ring
 
@@ -77,6 +91,9 @@ struct HTTPServer: ParsableCommand {
             throw ValidationError("--max-body and --drain-seconds must not be negative; timeouts must be positive")
         }
         guard self.maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
+        guard self.api == .handlers || self.queue == .ring else {
+            throw ValidationError("--queue applies to --api handlers; async connections run on their ring")
+        }
         if let root = self.root {
             var info = stat()
             guard stat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
@@ -106,6 +123,8 @@ final class Server: Sendable {
     let root: String?
     private let group: RingLoopGroup
     private let listeners = Mutex<[IOListener]>([])
+    /// `--api async`: the task serving the listener's connections.
+    private let serving = Mutex<Task<Void, Never>?>(nil)
     /// One per ring, in the order of `group.rings`: its live connections and their timeouts.
     private let sweepers: [ConnectionSweeper]
     let stopping = Atomic<Bool>(false)
@@ -115,7 +134,10 @@ final class Server: Sendable {
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
         self.configuration = configuration
         self.group = group
-        self.sweepers = group.rings.map { ConnectionSweeper(ring: $0, hops: configuration.queue == .dispatch) }
+        // The handler server's timeouts; async connections count ticks of their own reads.
+        self.sweepers =
+            configuration.api == .handlers
+            ? group.rings.map { ConnectionSweeper(ring: $0, hops: configuration.queue == .dispatch) } : []
         if let root = configuration.root {
             guard let resolved = realpath(root, nil) else {
                 throw ValidationError("--root \(root) cannot be resolved")
@@ -132,6 +154,45 @@ final class Server: Sendable {
     }
 
     func start() throws {
+        switch self.configuration.api {
+        case .handlers: try self.startHandlers()
+        case .async: try self.startAsync()
+        }
+        for signal in [SIGINT, SIGTERM] {
+            let source = IOSource.signal(signal, queue: self.group.rings[0])
+            source.setEventHandler { self.stop() }
+            source.resume()
+            self.signalSources.withLock { $0.append(source) }
+        }
+    }
+
+    /// `--api async`: one listener over every ring (a socket per ring), a task per
+    /// connection on the ring that accepted it; the listener counts the connections.
+    private func startAsync() throws {
+        var options = IOListener.Options()
+        options.reusePort = true
+        options.maxConnections = self.configuration.maxConnections
+        let listener = try IOListener(
+            host: self.configuration.host,
+            port: self.configuration.port,
+            options: options,
+            group: self.group
+        ) { error in
+            self.logger.warning("accept failed: \(error) (retrying)")
+        }
+        self.listeners.withLock { $0 = [listener] }
+        // The accepting loop runs on a ring too: each connection's task goes to its own ring.
+        let serving = Task(executorPreference: self.group.rings[0].taskExecutor) {
+            await listener.serve { connection in
+                var served = AsyncHTTPConnection(connection, server: self)
+                await served.run()
+            }
+        }
+        self.serving.withLock { $0 = serving }
+    }
+
+    /// `--api handlers`: a listener per ring, a sweeper per ring for the timeouts.
+    private func startHandlers() throws {
         var options = IOListener.Options()
         options.reusePort = true
         options.maxConnections = max(1, self.configuration.maxConnections / self.group.rings.count)
@@ -159,12 +220,6 @@ final class Server: Sendable {
             listeners.append(listener)
         }
         self.listeners.withLock { $0 = listeners }
-        for signal in [SIGINT, SIGTERM] {
-            let source = IOSource.signal(signal, queue: self.group.rings[0])
-            source.setEventHandler { self.stop() }
-            source.resume()
-            self.signalSources.withLock { $0.append(source) }
-        }
     }
 
     private func accepted(_ fd: CInt, on ring: RingLoop, sweeper: ConnectionSweeper, listener: ListenerBox) {
@@ -187,6 +242,10 @@ final class Server: Sendable {
     private func stop() {
         guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for listener in self.listeners.withLock({ $0 }) { listener.close() }
+        if let serving = self.serving.withLock({ $0 }) {
+            self.stopAsync(serving)
+            return
+        }
         DispatchQueue.global().async {
             for connection in self.sweepers.flatMap(\.all) { connection.shutdown() }
             let deadline = ContinuousClock.now + .seconds(self.configuration.drainSeconds)
@@ -199,6 +258,24 @@ final class Server: Sendable {
                 usleep(5_000)
             }
             for sweeper in self.sweepers { sweeper.stop() }
+            for source in self.signalSources.withLock({ $0 }) { source.cancel() }
+            self.stopped.signal()
+        }
+    }
+
+    /// `--api async`: each connection sees `stopping` at its next request or tick (within a
+    /// second): an idle one closes, a busy one answers with `Connection: close`. After
+    /// `--drain-seconds` the connections still open are cancelled (their awaits throw).
+    private func stopAsync(_ serving: Task<Void, Never>) {
+        let listener = self.listeners.withLock { $0[0] }
+        let drain = Duration.seconds(self.configuration.drainSeconds)
+        Task(executorPreference: self.group.rings[0].taskExecutor) {
+            let deadline = ContinuousClock.now + drain
+            while listener.openConnections > 0, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            serving.cancel()
+            await serving.value
             for source in self.signalSources.withLock({ $0 }) { source.cancel() }
             self.stopped.signal()
         }

@@ -12,6 +12,15 @@ import Glibc
 
 @Suite("echo-server", .serialized)
 struct EchoServerTests {
+    /// Every way of serving a connection: handlers on the accepting ring, handlers on a
+    /// DispatchQueue per connection, a task per connection on the accepting ring.
+    static let modes = ["ring", "dispatch", "async"]
+
+    /// The options that select `mode`.
+    static func options(_ mode: String) -> [String] {
+        mode == "async" ? ["--api", "async"] : ["--queue", mode]
+    }
+
     /// `connections` clients at once, each sending `messages` messages of random sizes (1 byte
     /// to 64 KiB) and checking each echo byte for byte.
     private func echo(port: UInt16, connections: Int, messages: Int, seed: UInt64) -> [String] {
@@ -46,18 +55,18 @@ struct EchoServerTests {
 
     @Test(
         "echoes random-size messages on 64 connections byte for byte, then exits 0 on SIGTERM",
-        arguments: ["ring", "dispatch"]
+        arguments: modes
     )
-    func manyConnections(_ delivery: String) throws {
-        let server = try ServerProcess("echo-server", ["--port", "0", "--rings", "2", "--queue", delivery])
+    func manyConnections(_ mode: String) throws {
+        let server = try ServerProcess("echo-server", ["--port", "0", "--rings", "2"] + Self.options(mode))
         let failures = self.echo(port: server.port, connections: 64, messages: 20, seed: 7)
         #expect(failures.isEmpty, "\(failures.count) failures: \(failures.prefix(3))")
         #expect(server.stop(with: SIGTERM) == 0)
     }
 
-    @Test("a client that streams without reading back gets every byte once it reads")
-    func streamingClient() throws {
-        let server = try ServerProcess("echo-server", ["--port", "0", "--rings", "1"])
+    @Test("a client that streams without reading back gets every byte once it reads", arguments: modes)
+    func streamingClient(_ mode: String) throws {
+        let server = try ServerProcess("echo-server", ["--port", "0", "--rings", "1"] + Self.options(mode))
         let fd = try connectClient(port: server.port)
         defer { close(fd) }
         // 8 MiB out before reading anything back: the server's back-pressure must hold the
@@ -79,9 +88,9 @@ struct EchoServerTests {
         #expect(server.stop(with: SIGINT) == 0)
     }
 
-    @Test("SIGTERM with connections open: stops accepting, closes them, exits 0")
-    func gracefulShutdown() throws {
-        let server = try ServerProcess("echo-server", ["--port", "0", "--rings", "2"])
+    @Test("SIGTERM with connections open: stops accepting, closes them, exits 0", arguments: modes)
+    func gracefulShutdown(_ mode: String) throws {
+        let server = try ServerProcess("echo-server", ["--port", "0", "--rings", "2"] + Self.options(mode))
         let clients = try (0..<10).map { _ in try connectClient(port: server.port) }
         defer { for fd in clients { close(fd) } }
         #expect(sendAll(clients[0], [1, 2, 3]))
@@ -94,9 +103,12 @@ struct EchoServerTests {
         }
     }
 
-    @Test("--idle-timeout closes a connection that sends nothing")
-    func idleTimeout() throws {
-        let server = try ServerProcess("echo-server", ["--port", "0", "--rings", "1", "--idle-timeout", "1"])
+    @Test("--idle-timeout closes a connection that sends nothing", arguments: modes)
+    func idleTimeout(_ mode: String) throws {
+        let server = try ServerProcess(
+            "echo-server",
+            ["--port", "0", "--rings", "1", "--idle-timeout", "1"] + Self.options(mode)
+        )
         let fd = try connectClient(port: server.port)
         defer { close(fd) }
         let start = ContinuousClock.now

@@ -14,14 +14,15 @@ import Glibc
 
 @Suite("http-server", .serialized)
 struct HTTPServerTests {
-    /// Both ways of delivering handlers: on the accepting ring, or on a DispatchQueue per
-    /// connection.
-    static let deliveries = ["ring", "dispatch"]
+    /// Every way of serving a connection: handlers on the accepting ring, handlers on a
+    /// DispatchQueue per connection, a task per connection on the accepting ring.
+    static let deliveries = ["ring", "dispatch", "async"]
 
     private func startServer(_ delivery: String, rings: Int = 2, _ options: [String] = []) throws -> ServerProcess {
-        try ServerProcess(
+        let mode = delivery == "async" ? ["--api", "async"] : ["--queue", delivery]
+        return try ServerProcess(
             "http-server",
-            ["--host", "127.0.0.1", "--port", "0", "--rings", "\(rings)", "--queue", delivery] + options
+            ["--host", "127.0.0.1", "--port", "0", "--rings", "\(rings)"] + mode + options
         )
     }
 
@@ -496,8 +497,8 @@ struct HTTPServerTests {
         let help = runTool(builtProductsDirectory + "/http-server", ["--help"])
         #expect(help.status == 0, "\(help)")
         let flags = [
-            "--host", "--port", "--rings", "--queue", "--root", "--max-body", "--header-timeout", "--idle-timeout",
-            "--max-connections", "--access-log",
+            "--host", "--port", "--rings", "--api", "--queue", "--root", "--max-body", "--header-timeout",
+            "--idle-timeout", "--max-connections", "--access-log",
         ]
         for flag in flags {
             #expect(help.text.contains(flag), "--help does not mention \(flag):\n\(help)")

@@ -115,7 +115,6 @@ internal final class _ChannelState: @unchecked Sendable {
         length: Int,
         queue: any IOQueue,
         mode: ReadMode,
-        releasesOnReturn: Bool = true,
         handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
     ) -> _Operation? {
         guard let entry = self.entry else {
@@ -123,6 +122,27 @@ internal final class _ChannelState: @unchecked Sendable {
             queue.enqueue { handler(true, nil, error) }
             return nil
         }
+        let operation = self.makeRead(
+            entry: entry,
+            offset: offset,
+            length: length,
+            queue: queue,
+            mode: mode,
+            handler: handler
+        )
+        self.schedule(operation)
+        return operation
+    }
+
+    /// A read of this channel, not yet scheduled (see `schedule`).
+    func makeRead(
+        entry: _DescriptorEntry,
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        mode: ReadMode,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _ReadOperation {
         let operation: _ReadOperation
         if entry.type.isStreamLike && (self.kind == .stream || entry.type != .terminal) {
             operation = _StreamReadOperation(
@@ -144,8 +164,6 @@ internal final class _ChannelState: @unchecked Sendable {
                 handler: handler
             )
         }
-        operation.releasesOnReturn = releasesOnReturn
-        self.submitOnRing(operation, entry: entry)
         return operation
     }
 
@@ -169,7 +187,7 @@ internal final class _ChannelState: @unchecked Sendable {
             data: data,
             handler: handler
         )
-        self.submitOnRing(operation, entry: entry)
+        self.schedule(operation)
         return operation
     }
 
@@ -188,22 +206,29 @@ internal final class _ChannelState: @unchecked Sendable {
         self.perform { state in state.close(stop: stop) }
     }
 
-    /// As `perform { $0.submit(operation) }`, without a closure on the ring thread (the fast
-    /// path: a handler on the ring scheduling the next operation).
-    private func submitOnRing(_ operation: _Operation, entry: _DescriptorEntry) {
-        if entry.core.isRingThread {
-            self.submit(operation)
+    /// Hands `operation` (of this channel, which has an entry) to the ring: at once on the ring
+    /// thread (a handler or a task on the ring scheduling its next operation), else as a job of
+    /// its own through the inbox — in program order with the caller's other calls either way,
+    /// and with no closure to allocate.
+    func schedule(_ operation: _Operation) {
+        let core = self.entry!.core
+        if core.isRingThread {
+            self.submitOnRingThread(operation)
         } else {
-            entry.ring.enqueue { self.submit(operation) }
+            core.enqueue(.submission(operation))
         }
     }
 
     // MARK: Ring thread
 
-    private func submit(_ operation: _Operation) {
+    /// Admits or refuses `operation`; see `schedule`.
+    func submitOnRingThread(_ operation: _Operation) {
         operation.snapshotPolicies(of: self)
+        operation.scheduled = true
         guard let entry = self.entry else { return }
         if self.closed {
+            operation.refuse(.canceled)
+        } else if operation.cancelledBeforeScheduling {
             operation.refuse(.canceled)
         } else if let error = entry.stickyError {
             operation.refuse(error)
@@ -259,7 +284,11 @@ internal enum _DescriptorRegistry {
         var chosenRing = ring ?? (queue as? RingLoop)
         var setupError: Errno?
         let lookup: Result<_DescriptorEntry, Errno> = self.entries.withLock { entries in
-            if let entry = entries[fd] {
+            // An entry whose ring is shutting down or gone is stale: its channels can no longer
+            // be cleaned up there, and the number may name a new descriptor since. The new
+            // channel gets an entry of its own (the stale one leaves the table when its last
+            // channel is done, if ever; `detach` removes only itself).
+            if let entry = entries[fd], !entry.core.isStopping {
                 if kind == .randomAccess && (entry.type == .fifo || entry.type == .socket) {
                     return .failure(.illegalSeek)
                 }

@@ -1,10 +1,20 @@
 //===----------------------------------------------------------------------===//
-// RingIO — channels: Swift concurrency on top of the handler API (D8).
+// RingIO — channels: Swift concurrency on the rings (D8).
 //===----------------------------------------------------------------------===//
 
-import Dispatch
 import Synchronization
 import SystemPackage
+
+// How an await completes. The operation is the channel's own (the one a handler would get);
+// instead of handler calls on a queue it resumes the awaiting task from the ring thread, in the
+// turn its completion is reaped (`_Operation.awaiting`). A continuation resumed there enqueues
+// the task on its executor: when the task prefers this ring (`RingLoop.taskExecutor`) or is
+// isolated to an actor on it (`RingLoop.serialExecutor`), that is the ring's own job list — no
+// syscall, no other thread — and the task schedules its next operation from the ring thread,
+// which submits it directly. Nothing is allocated per await beyond the operation itself (the
+// continuation and the cancellation record live in the task's own allocator). From any other
+// executor it is one hop each way: the operation through the ring's inbox, the task back to its
+// executor.
 
 extension IOChannel {
     /// The data of one read as it arrives, per the channel's water marks: an `AsyncSequence`
@@ -14,12 +24,24 @@ extension IOChannel {
     ///         process(data)
     ///     }
     ///
-    /// The read starts with the first `next()`. Cancelling the iterating task stops the read:
-    /// the bytes already read are still produced, then the iteration throws
-    /// `Errno.canceled`. The handler calls run on the channel's ring (no queue hop).
+    /// The read starts with the first `next()` and takes the channel's water marks and
+    /// interval as they are then (R46). With a strict interval, a tick with nothing pending
+    /// produces an empty rope, as it gives a handler empty data (R52).
     ///
-    /// Ropes are buffered until the iteration takes them: a consumer slower than the peer
-    /// holds the received data in memory (receive buffers first, then fresh memory).
+    /// When the iterating task runs on the channel's ring (it prefers ``RingLoop/taskExecutor``,
+    /// or is isolated to an actor on ``RingLoop/serialExecutor``), a `next()` that waits
+    /// resumes on the ring thread in the turn the bytes arrive — no hop, no allocation.
+    ///
+    /// Cancelling the iterating task stops the read: the bytes already read are still
+    /// produced, then the iteration throws `Errno.canceled`. Ending the iteration early
+    /// (`break`, or dropping the iterator) stops the read too; bytes the kernel receives after
+    /// that are kept for the channel's next read.
+    ///
+    /// Ropes are buffered until the iteration takes them. On sockets and pipes, a consumer
+    /// more than 4 MiB behind pauses the receive (the peer slows down); a file read is not
+    /// paused.
+    ///
+    /// - Precondition: `length >= 0`.
     public func reads(offset: Int64 = 0, length: Int = .max) -> Reads {
         precondition(length >= 0, "IOChannel.reads(length: \(length)) must not be negative")
         return Reads(channel: self, offset: offset, length: length)
@@ -27,38 +49,54 @@ extension IOChannel {
 
     /// Reads `length` bytes, or up to EOF, and returns them.
     ///
+    /// On the channel's ring (see ``reads(offset:length:)``) the task resumes on the ring
+    /// thread in the turn the read ends.
+    ///
     /// - Throws: The read's error (the bytes read before it are dropped); `Errno.canceled`
-    ///   when the task is cancelled (the read is stopped).
-    public func read(offset: Int64 = 0, length: Int) async throws(Errno) -> ByteRope {
-        var data = ByteRope()
-        for try await piece in self.reads(offset: offset, length: length) {
-            data.append(piece)
-        }
-        return data
+    ///   when the task is cancelled (the read is stopped) or the ring has shut down; the
+    ///   channel's creation error.
+    /// - Precondition: `length >= 0`.
+    public func read(
+        offset: Int64 = 0,
+        length: Int,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(Errno) -> ByteRope {
+        precondition(length >= 0, "IOChannel.read(length: \(length)) must not be negative")
+        guard let entry = self.state.entry else { throw self.state.creationFailure! }
+        let operation = self.state.makeRead(
+            entry: entry,
+            offset: offset,
+            length: length,
+            queue: entry.ring,
+            mode: .normal,
+            handler: _Operation.noHandler
+        )
+        return try await self.state.await(operation, collecting: true).get()
     }
 
     /// Writes all of `data`.
     ///
-    /// - Throws: The write's error; `Errno.canceled` when the task is cancelled (the write
-    ///   is stopped; part of the data may have been written).
-    public func write(offset: Int64 = 0, _ data: ByteRope) async throws(Errno) {
-        let waiter = _AsyncWaiter()
-        let queue: any IOQueue = self.ring ?? DispatchQueue.global()
-        let result: Result<Void, Errno> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                waiter.install(continuation)
-                let operation = self.state.scheduleWrite(offset: offset, data: data, queue: queue) {
-                    done,
-                    _,
-                    error in
-                    if done { waiter.resume(error.map { .failure($0) } ?? .success(())) }
-                }
-                waiter.started(operation, in: self.state)
-            }
-        } onCancel: {
-            waiter.cancel(in: self.state)
-        }
-        try result.get()
+    /// On the channel's ring (see ``reads(offset:length:)``) the write is submitted at once and
+    /// the task resumes on the ring thread in the turn it completes.
+    ///
+    /// - Throws: The write's error; `Errno.canceled` when the task is cancelled (the write is
+    ///   stopped; part of the data may have been written) or the ring has shut down; the
+    ///   channel's creation error.
+    public func write(
+        offset: Int64 = 0,
+        _ data: ByteRope,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(Errno) {
+        guard let entry = self.state.entry else { throw self.state.creationFailure! }
+        let operation = _WriteOperation(
+            channel: self.state,
+            entry: entry,
+            queue: entry.ring,
+            offset: offset,
+            data: data,
+            handler: _Operation.noHandler
+        )
+        _ = try await self.state.await(operation, collecting: false).get()
     }
 
     /// The data of one read, as an `AsyncSequence`; see ``IOChannel/reads(offset:length:)``.
@@ -82,7 +120,9 @@ extension IOChannel {
             private let channel: IOChannel
             private let offset: Int64
             private let length: Int
-            private var stream: _AsyncReadStream?
+            private var subscription: _ReadsSubscription?
+            /// The end was produced (`nil` or an error): every later `next()` returns `nil`.
+            private var ended = false
 
             init(channel: IOChannel, offset: Int64, length: Int) {
                 self.channel = channel
@@ -93,31 +133,39 @@ extension IOChannel {
             public mutating func next(
                 isolation actor: isolated (any Actor)? = #isolation
             ) async throws(Errno) -> ByteRope? {
-                let stream: _AsyncReadStream
-                if let existing = self.stream {
-                    stream = existing
+                if self.ended { return nil }
+                let subscription: _ReadsSubscription
+                if let existing = self.subscription {
+                    subscription = existing
                 } else {
-                    stream = _AsyncReadStream()
-                    self.stream = stream
-                    let queue: any IOQueue = self.channel.ring ?? DispatchQueue.global()
-                    let operation = self.channel.state.scheduleRead(
+                    let state = self.channel.state
+                    guard let entry = state.entry else {
+                        self.ended = true
+                        throw state.creationFailure!
+                    }
+                    let operation = state.makeRead(
+                        entry: entry,
                         offset: self.offset,
                         length: self.length,
-                        queue: queue,
+                        queue: entry.ring,
                         mode: .normal,
-                        releasesOnReturn: false
-                    ) { done, data, error in
-                        stream.handlerCall(done: done, data: data, error: error)
-                    }
-                    stream.started(operation, in: self.channel.state)
+                        handler: _Operation.noHandler
+                    )
+                    subscription = _ReadsSubscription(operation)
+                    self.subscription = subscription
+                    state.schedule(operation)
                 }
-                let channel = self.channel
-                let result = await withTaskCancellationHandler {
-                    await stream.next()
-                } onCancel: {
-                    stream.cancel(in: channel.state)
+                let result = await subscription.next()
+                switch result {
+                case .success(let rope?):
+                    return rope
+                case .success(nil):
+                    self.ended = true
+                    return nil
+                case .failure(let error):
+                    self.ended = true
+                    throw error
                 }
-                return try result.get()
             }
 
             public mutating func next() async throws(Errno) -> ByteRope? {
@@ -127,123 +175,156 @@ extension IOChannel {
     }
 }
 
-/// The ropes of one read, between its handler (on the ring) and the iterating task.
+extension _ChannelState {
+    /// Schedules `operation` (made for this channel, with no handler) and waits for its final
+    /// call: a write's outcome, or a read's bytes to the end when `collecting`.
+    fileprivate func await(
+        _ operation: _Operation,
+        collecting: Bool,
+        isolation: isolated (any Actor)? = #isolation
+    ) async -> Result<ByteRope, Errno> {
+        // `isolation` passed on, and captured: the closures stay on the caller's actor (an
+        // actor on the ring schedules from the ring thread, with no hop and no wake-up).
+        await withTaskCancellationHandler(
+            operation: {
+                await withUnsafeContinuation(isolation: isolation) { continuation in
+                    operation.awaiting = collecting ? .collect(continuation) : .write(continuation)
+                    self.schedule(operation)
+                }
+            },
+            onCancel: {
+                operation.requestCancel()
+            },
+            isolation: isolation
+        )
+    }
+}
+
+/// One iteration of `reads()`: its read operation and the stream that buffers what the
+/// operation delivers until the iteration takes it. Dropping it (the iterator is gone) stops
+/// the read.
+internal final class _ReadsSubscription: Sendable {
+    private let operation: _ReadOperation
+    private let stream = _AsyncReadStream()
+
+    init(_ operation: _ReadOperation) {
+        self.operation = operation
+        operation.awaiting = .stream(self.stream)
+    }
+
+    deinit {
+        if !self.stream.hasEnded { self.operation.requestCancel() }
+    }
+
+    /// The next rope, `nil` at the end, or the read's error: at once when one is buffered,
+    /// else when the operation delivers it.
+    ///
+    /// A waiting task is resumed by the first delivery, and takes what is buffered when it
+    /// runs: the deliveries of the rest of that completion batch have joined the first by then
+    /// (up to the high water mark), as they join one call of a handler.
+    func next(isolation: isolated (any Actor)? = #isolation) async -> Result<ByteRope?, Errno> {
+        var result = self.stream.take()
+        while result == nil {
+            // `isolation` passed on and captured, as in `_ChannelState.await`.
+            await withTaskCancellationHandler(
+                operation: {
+                    await withUnsafeContinuation(isolation: isolation) { continuation in
+                        self.stream.wait(continuation)
+                    }
+                },
+                onCancel: {
+                    self.operation.requestCancel()
+                },
+                isolation: isolation
+            )
+            result = self.stream.take()
+        }
+        // The iteration has the bytes: they no longer hold the receive back.
+        if case .success(let rope?) = result, !rope.isEmpty { self.operation.release(rope.count) }
+        return result!
+    }
+}
+
+/// The ropes of one `reads()` iteration, between its operation (on the ring thread) and the
+/// iterating task (anywhere), under a lock.
 internal final class _AsyncReadStream: Sendable {
-    private let stopper = _OperationStopper()
-
-    func started(_ operation: _Operation?, in channel: _ChannelState) {
-        self.stopper.started(operation, in: channel)
-    }
-
-    func cancel(in channel: _ChannelState) {
-        self.stopper.cancel(in: channel)
-    }
-
     private struct State {
+        /// Delivered and not yet taken, from `head` on.
         var ropes: [ByteRope] = []
         var head = 0
+        /// `.some(nil)` once the read ended (EOF, length); `.some(error)` when it failed.
         var end: Errno?? = nil
-        var waiter: CheckedContinuation<Result<ByteRope?, Errno>, Never>?
-        var canceled = false
+        /// The task waiting for a rope or the end.
+        var waiter: UnsafeContinuation<Void, Never>?
+
+        var hasNext: Bool { self.head < self.ropes.count || self.end != nil }
+
+        /// Takes the next rope or the end. The end is produced once: after an error, `nil`.
+        mutating func takeNext() -> Result<ByteRope?, Errno> {
+            if self.head < self.ropes.count {
+                let rope = self.ropes[self.head]
+                self.ropes[self.head] = ByteRope()  // its receive buffers go back once used
+                self.head += 1
+                if self.head == self.ropes.count {
+                    self.ropes.removeAll(keepingCapacity: true)
+                    self.head = 0
+                }
+                return .success(rope)
+            }
+            if case .some(.some(let error)) = self.end {
+                self.end = .some(nil)
+                return .failure(error)
+            }
+            return .success(nil)
+        }
     }
 
     private let state = Mutex(State())
 
-    func handlerCall(done: Bool, data: ByteRope?, error: Errno?) {
-        let waiter: CheckedContinuation<Result<ByteRope?, Errno>, Never>? = self.state.withLock { state in
-            if let data, !data.isEmpty { state.ropes.append(data) }
+    /// The operation's handler call. Ring thread. Bytes join the last rope not yet taken when
+    /// they fit under `mergeLimit` (the high water mark); a tick of a strict interval is an
+    /// empty rope of its own; the final call's bytes (R34) come before the end.
+    func operationDelivered(done: Bool, data: ByteRope?, error: Errno?, mergeLimit: Int) {
+        let waiter: UnsafeContinuation<Void, Never>? = self.state.withLock { state in
+            if let data, !data.isEmpty {
+                let last = state.ropes.count - 1
+                if last >= state.head && !state.ropes[last].isEmpty
+                    && state.ropes[last].count <= mergeLimit - data.count
+                {
+                    state.ropes[last].append(data)
+                } else {
+                    state.ropes.append(data)
+                }
+            } else if let data, !done {
+                state.ropes.append(data)  // a tick
+            }
             if done { state.end = .some(error) }
-            guard let waiter = state.waiter, state.head < state.ropes.count || state.end != nil else { return nil }
+            guard state.hasNext, let waiter = state.waiter else { return nil }
             state.waiter = nil
             return waiter
         }
-        if let waiter { waiter.resume(returning: self.take()) }
+        waiter?.resume()
     }
 
-    func next() async -> Result<ByteRope?, Errno> {
-        await withCheckedContinuation { continuation in
-            let ready: Bool = self.state.withLock { state in
-                if state.head < state.ropes.count || state.end != nil { return true }
-                state.waiter = continuation
-                return false
-            }
-            if ready { continuation.resume(returning: self.take()) }
+    /// The next rope or the end when one is there; `nil` when the iteration must wait.
+    func take() -> Result<ByteRope?, Errno>? {
+        self.state.withLock { state in
+            state.hasNext ? state.takeNext() : nil
         }
     }
 
-    private func take() -> Result<ByteRope?, Errno> {
-        let result: Result<ByteRope?, Errno> = self.state.withLock { state in
-            if state.head < state.ropes.count {
-                let rope = state.ropes[state.head]
-                state.head += 1
-                if state.head == state.ropes.count {
-                    state.ropes.removeAll(keepingCapacity: true)
-                    state.head = 0
-                }
-                return .success(rope)
-            }
-            switch state.end {
-            case .some(.some(let error)): return .failure(error)
-            default: return .success(nil)
-            }
+    /// Resumes `continuation` when a rope or the end is there: now, or at the next delivery.
+    func wait(_ continuation: UnsafeContinuation<Void, Never>) {
+        let ready: Bool = self.state.withLock { state in
+            if state.hasNext { return true }
+            state.waiter = continuation
+            return false
         }
-        // The iteration has the bytes: they no longer hold the receive back.
-        if case .success(let rope?) = result { self.stopper.release(rope.count) }
-        return result
+        if ready { continuation.resume() }
     }
 
-}
-
-/// The one final call of an async write, between its handler and the awaiting task.
-internal final class _AsyncWaiter: Sendable {
-    private let stopper = _OperationStopper()
-    private let continuation = Mutex<CheckedContinuation<Result<Void, Errno>, Never>?>(nil)
-
-    func install(_ continuation: CheckedContinuation<Result<Void, Errno>, Never>) {
-        self.continuation.withLock { $0 = continuation }
-    }
-
-    func resume(_ result: Result<Void, Errno>) {
-        let continuation = self.continuation.withLock { stored in
-            let continuation = stored
-            stored = nil
-            return continuation
-        }
-        continuation?.resume(returning: result)
-    }
-
-    func started(_ operation: _Operation?, in channel: _ChannelState) {
-        self.stopper.started(operation, in: channel)
-    }
-
-    func cancel(in channel: _ChannelState) {
-        self.stopper.cancel(in: channel)
-    }
-}
-
-/// Stops an operation when its task is cancelled — also when the cancellation comes before
-/// the operation was scheduled.
-internal final class _OperationStopper: Sendable {
-    private let state = Mutex<(operation: _Operation?, canceled: Bool)>((nil, false))
-
-    func started(_ operation: _Operation?, in channel: _ChannelState) {
-        let stopNow = self.state.withLock { state in
-            state.operation = operation
-            return state.canceled
-        }
-        if stopNow, let operation { channel.perform { _ in operation.terminate(.canceled) } }
-    }
-
-    func cancel(in channel: _ChannelState) {
-        let operation = self.state.withLock { state in
-            state.canceled = true
-            return state.operation
-        }
-        if let operation { channel.perform { _ in operation.terminate(.canceled) } }
-    }
-
-    /// Releases delivered bytes the consumer has taken (see `_Operation.release`).
-    func release(_ count: Int) {
-        self.state.withLock { $0.operation }?.release(count)
+    /// Whether the read has ended (its final call came).
+    var hasEnded: Bool {
+        self.state.withLock { $0.end != nil }
     }
 }

@@ -41,6 +41,8 @@ internal class _Operation: RingOperationTarget {
     var highWater = Int.max
     private var intervalNanoseconds: Int64 = 0
     var strictInterval = false
+    /// Handed to its channel on the ring (submitted or refused).
+    var scheduled = false
     var admitted = false
     var started = false
     var isFinished = false
@@ -50,6 +52,17 @@ internal class _Operation: RingOperationTarget {
     private var timerSpec: _KernelTimespec?
     /// The armed tick's deadline, in monotonic nanoseconds.
     private var timerDeadline: Int64 = 0
+
+    // MARK: Async (set by the scheduling thread before the operation reaches the ring)
+    /// The task awaiting this operation, for the async API: its handler calls go there,
+    /// from the ring thread in the turn they happen, instead of to `handler` on `queue`.
+    var awaiting: _Awaiting?
+    /// Read (reads only): the bytes of an `.collect` await so far.
+    private var collected = ByteRope()
+
+    // MARK: Any thread, atomic
+    /// The awaiting task was cancelled (see `requestCancel`).
+    private let cancelRequested = Atomic<Bool>(false)
 
     // MARK: Handler calls (any thread, see `deliver`)
     private let calls = Mutex(_HandlerCalls())
@@ -159,6 +172,9 @@ internal class _Operation: RingOperationTarget {
 
     // MARK: Handler calls
 
+    /// The handler of operations whose calls go to an awaiting task: never called.
+    static let noHandler: @Sendable (Bool, ByteRope?, Errno?) -> Void = { _, _, _ in }
+
     /// Sends one handler call to the operation's queue, after the calls before it (R32, D7).
     ///
     /// The call's arguments wait in the operation's call list; the operation itself is the job
@@ -168,6 +184,10 @@ internal class _Operation: RingOperationTarget {
     /// `DispatchQueue`. A read's bytes that arrive while its previous call still waits join
     /// that call (up to the high water mark): one handler call per batch of completions.
     final func deliver(done: Bool, data: ByteRope?, error: Errno?) {
+        if let awaiting = self.awaiting {
+            self.resume(awaiting, done: done, data: data, error: error)
+            return
+        }
         if self.countsHeldBytes, let data, !data.isEmpty {
             self.heldBytes.add(data.count, ordering: .relaxed)
         }
@@ -182,6 +202,68 @@ internal class _Operation: RingOperationTarget {
         // The delivered job holds the operation strongly until it has run.
         if mustSchedule { self.entry.core.deliver(self, on: self.queue) }
     }
+
+    /// A handler call of an async operation, on the ring thread: the awaiting task gets it at
+    /// once (a continuation resumed here enqueues the task on its executor — the ring's own,
+    /// with no syscall, when the task runs on this ring).
+    private func resume(_ awaiting: _Awaiting, done: Bool, data: ByteRope?, error: Errno?) {
+        switch awaiting {
+        case .stream(let stream):
+            if self.countsHeldBytes, let data, !data.isEmpty {
+                self.heldBytes.add(data.count, ordering: .relaxed)
+            }
+            if done { self.awaiting = nil }  // the stream no longer needs the operation
+            stream.operationDelivered(done: done, data: data, error: error, mergeLimit: self.highWater)
+        case .write(let continuation):
+            guard done else { return }  // progress calls: a task waits for the end
+            self.awaiting = nil
+            continuation.resume(returning: error.map { .failure($0) } ?? .success(ByteRope()))
+        case .collect(let continuation):
+            if let data, !data.isEmpty { self.collected.append(data) }
+            guard done else { return }
+            self.awaiting = nil
+            let collected = self.collected
+            self.collected = ByteRope()
+            continuation.resume(returning: error.map { .failure($0) } ?? .success(collected))
+        }
+    }
+
+    /// The awaiting task was cancelled: the operation stops (ECANCELED, after the bytes it read),
+    /// on the ring thread — or, when it has not reached the ring yet, as soon as it does.
+    /// Any thread; once.
+    final func requestCancel() {
+        guard !self.cancelRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        self.channel.perform { _ in
+            if self.scheduled { self.terminate(.canceled) }
+        }
+    }
+
+    /// Whether the awaiting task was cancelled before the operation reached the ring.
+    final var cancelledBeforeScheduling: Bool {
+        self.cancelRequested.load(ordering: .acquiring)
+    }
+
+    /// The ring's thread exited before the operation reached it: its one final call, with
+    /// ECANCELED, from the calling thread. An awaiting task resumes; a handler runs if its
+    /// queue is a DispatchQueue (a ring that is gone runs nothing).
+    final func ringExited() {
+        switch self.awaiting {
+        case .write(let continuation), .collect(let continuation):
+            self.awaiting = nil
+            continuation.resume(returning: .failure(.canceled))
+        case .stream(let stream):
+            self.awaiting = nil
+            stream.operationDelivered(done: true, data: nil, error: .canceled, mergeLimit: 0)
+        case nil:
+            let handler = self.handler
+            let remaining = self.unsentData
+            self.queue.enqueue { handler(true, remaining, .canceled) }
+        }
+    }
+
+    /// What a final call that ends the operation before it started carries: a write's data,
+    /// `nil` for a read.
+    var unsentData: ByteRope? { nil }
 
     /// Whether a data call may join the previous one while it waits (stream and file reads:
     /// any split of the bytes is a valid delivery; never a write's progress calls, R38).
@@ -204,19 +286,18 @@ internal class _Operation: RingOperationTarget {
     @inline(__always)
     private func run(_ call: _HandlerCall) {
         self.handler(call.done, call.data, call.error)
-        if self.countsHeldBytes && self.releasesOnReturn, let data = call.data, !data.isEmpty {
+        if self.countsHeldBytes, let data = call.data, !data.isEmpty {
             self.release(data.count)
         }
     }
 
     // MARK: Back-pressure
 
-    /// Whether delivered bytes count as held until released (stream reads).
+    /// Whether delivered bytes count as held until released (stream reads). They are released
+    /// when the handler returns, or, for `reads()`, when the iteration takes them.
     var countsHeldBytes: Bool { false }
-    /// Delivered bytes count as released when the handler returns; otherwise the consumer
-    /// calls `release` (the async sequence, when the iteration takes the data).
-    var releasesOnReturn = true
-    /// Bytes handed to handler calls (queued or running) and not yet released.
+    /// Bytes handed to handler calls (queued or running) or to a `reads()` stream and not yet
+    /// released.
     let heldBytes = Atomic<Int>(0)
 
     /// Releases `count` delivered bytes. Any thread. When that brings the held bytes under
@@ -263,6 +344,17 @@ internal class _Operation: RingOperationTarget {
 extension _Operation: @unchecked Sendable {}
 
 extension _Operation: _RingRunnable {}
+
+/// Where an async operation's handler calls go (see `_Operation.awaiting`).
+internal enum _Awaiting {
+    /// A write: the task resumes with its outcome at the final call.
+    case write(UnsafeContinuation<Result<ByteRope, Errno>, Never>)
+    /// A read to the end (`read(length:)`): the bytes are collected and the task resumes with
+    /// them (or the error) at the final call.
+    case collect(UnsafeContinuation<Result<ByteRope, Errno>, Never>)
+    /// `reads()`: every call goes to the sequence's stream.
+    case stream(_AsyncReadStream)
+}
 
 /// The arguments of one handler call.
 internal struct _HandlerCall: Sendable {

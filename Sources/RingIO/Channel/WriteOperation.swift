@@ -104,6 +104,8 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         self.deliver(done: true, data: self.data.subrange(self.written...), error: error)
     }
 
+    override var unsentData: ByteRope? { self.data }
+
     override func begin() {
         self.started = true
         if self.channel.kind == .randomAccess {

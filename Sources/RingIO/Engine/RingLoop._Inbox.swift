@@ -4,11 +4,14 @@
 
 import Synchronization
 
-/// A multi-producer, single-consumer list of jobs.
+/// A multi-producer, single-consumer list of jobs: closures, operations to submit, and Swift
+/// concurrency jobs for the ring's executors.
 ///
 /// Producers push with one compare-and-exchange on the head; the ring thread takes the whole
 /// list with one exchange and reverses it into push order. There is no pop of a single node,
-/// so there is no ABA problem, and no lock anywhere.
+/// so there is no ABA problem, and no lock anywhere. Once the ring thread has exited, a
+/// producer may take the list itself (``drain()``): whoever exchanges the head takes those
+/// nodes, so each job is taken exactly once.
 internal final class _Inbox: @unchecked Sendable {
     // @unchecked: the head is an atomic; a node is written only before the exchange that
     // publishes it and read only after the exchange that takes it.
@@ -16,10 +19,10 @@ internal final class _Inbox: @unchecked Sendable {
     private let head = Atomic<UnsafeMutableRawPointer?>(nil)
 
     private final class _Node {
-        let job: @Sendable () -> Void
+        let job: _RingJob
         var next: UnsafeMutableRawPointer?
 
-        init(_ job: @escaping @Sendable () -> Void) {
+        init(_ job: _RingJob) {
             self.job = job
         }
     }
@@ -29,7 +32,7 @@ internal final class _Inbox: @unchecked Sendable {
     }
 
     /// Adds `job`. Any thread.
-    internal func push(_ job: @escaping @Sendable () -> Void) {
+    internal func push(_ job: _RingJob) {
         let node = _Node(job)
         let pointer = Unmanaged.passRetained(node).toOpaque()
         var expected = self.head.load(ordering: .relaxed)
@@ -50,7 +53,8 @@ internal final class _Inbox: @unchecked Sendable {
         self.head.load(ordering: .sequentiallyConsistent) == nil
     }
 
-    /// Takes every waiting job, oldest first. The consumer only.
+    /// Takes every waiting job, oldest first. The consumer, or any thread once the ring thread
+    /// has exited.
     internal func drain() -> [_RingJob] {
         var jobs: [_RingJob] = []
         self.drain(into: &jobs)
@@ -64,7 +68,7 @@ internal final class _Inbox: @unchecked Sendable {
         let start = jobs.count
         while true {
             let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
-            jobs.append(.closure(node.job))
+            jobs.append(node.job)
             guard let next = node.next else { break }
             pointer = next
         }

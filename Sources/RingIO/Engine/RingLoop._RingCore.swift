@@ -31,8 +31,20 @@ internal final class _RingCore: @unchecked Sendable {
     /// Set by the ring thread when it has exited its loop.
     private let exited = Atomic<Bool>(false)
     private let threadState = Mutex<(thread: pthread_t?, joined: Bool)>((nil, false))
-    /// The ring thread's identity, for `isRingThread`.
+    /// The ring thread's identity, for `isRingThread`; 0 once it has exited (a new thread may
+    /// get the same identity).
     private let ringThreadID = Atomic<UInt>(0)
+
+    // MARK: Set once by `adopt`, before any job of the executors exists
+    //
+    // Read on the ring thread after a job reached it (the inbox push and drain, or the ring's
+    // own `localJobs`, order the write before the read), and after the thread exited by
+    // `runElsewhere` (ordered by `exited`).
+    private var taskExecutorHandle: UnownedTaskExecutor?
+    private var serialExecutorHandle: UnownedSerialExecutor?
+    /// Runs the serial executor's jobs, in order, once the ring thread has exited.
+    private let exitQueue: DispatchQueue
+    private static let exitQueueKey = DispatchSpecificKey<UInt>()
 
     // MARK: Ring thread only
     //
@@ -76,6 +88,11 @@ internal final class _RingCore: @unchecked Sendable {
     private var cancelAllInFlight = false
     /// Operations outlived the last cancel-all: time to issue another (stopping).
     private var cancelAllRetryDue = false
+    /// The ring's executors, held while the thread may run their jobs and let go when it exits:
+    /// they hold the core, so this breaks the cycle.
+    private var executors: (task: RingTaskExecutor, serial: RingSerialExecutor)?
+    /// The longest turn so far, in coarse-clock nanoseconds (see `Counters.longestTurn`).
+    private var longestTurn: Int64 = 0
 
     private init(uring: _URing, eventFD: CInt, receiveBufferCount: Int, receiveBufferSize: Int) {
         self.uring = uring
@@ -91,6 +108,8 @@ internal final class _RingCore: @unchecked Sendable {
             noDrop: uring.features & IORING_FEAT_NODROP != 0
         )
         self.ready.reserveCapacity(Int(uring.completionEntries))
+        self.exitQueue = DispatchQueue(label: "RingIO.ring-exited.serial-executor")
+        self.exitQueue.setSpecific(key: Self.exitQueueKey, value: UInt(bitPattern: ObjectIdentifier(self)))
     }
 
     deinit {
@@ -188,24 +207,77 @@ internal final class _RingCore: @unchecked Sendable {
         assert(self.isRingThread, "RingIO: ring state touched off the ring thread")
     }
 
+    /// Whether ``stop(join:)`` was called: the ring is cancelling what is in flight and about to
+    /// exit. Owners of repeating operations stop re-arming them when they see it. Any thread.
+    internal var isStopping: Bool {
+        self.stopRequested.load(ordering: .relaxed)
+    }
+
+    /// Whether the caller runs a job of the ring's serial executor: on the ring thread, or,
+    /// once it has exited, on the queue that runs them since.
+    internal var isRunningSerialExecutorJobs: Bool {
+        self.isRingThread
+            || DispatchQueue.getSpecific(key: Self.exitQueueKey)
+                == UInt(bitPattern: ObjectIdentifier(self))
+    }
+
+    /// Takes the executors' handles and holds the executors until the thread exits. Once, by
+    /// `RingLoop.init`, before the executors are handed to anyone.
+    internal func adopt(_ task: RingTaskExecutor, _ serial: RingSerialExecutor) {
+        self.taskExecutorHandle = task.asUnownedTaskExecutor()
+        self.serialExecutorHandle = serial.asUnownedSerialExecutor()
+        // On the ring thread, which owns `executors`, at its next turn — with no wake-up: the
+        // executors' own jobs come after this one in the inbox, and a stop wakes the thread,
+        // which takes every job before it exits.
+        self.inbox.push(.closure { [self] in self.executors = (task, serial) })
+    }
+
     internal func enqueue(_ work: @escaping @Sendable () -> Void) {
+        self.enqueue(.closure(work))
+    }
+
+    /// Runs `job` on the ring thread: next turn when called there (no syscall), else through
+    /// the inbox and at most one wake-up. Once the thread has exited, `job` runs elsewhere or
+    /// fails (see `runElsewhere`).
+    internal func enqueue(_ job: _RingJob) {
         if self.isRingThread {
-            self.localJobs.append(.closure(work))
+            // One order for all: jobs other threads pushed before this one go first (a serial
+            // executor's jobs run in the order they were enqueued, from whatever thread).
+            if !self.inbox.isEmpty { self.inbox.drain(into: &self.localJobs) }
+            self.localJobs.append(job)
             return
         }
         if self.exited.load(ordering: .acquiring) {
-            self.counters.discardedJobs.add(1, ordering: .relaxed)
+            self.runElsewhere(job)
             return
         }
-        self.inbox.push(work)
+        self.inbox.push(job)
         if self.exited.load(ordering: .sequentiallyConsistent) {
-            // The thread exited after our first check and may have missed the push: whatever
-            // is left in the inbox now will never run.
-            let discarded = self.inbox.drain().count
-            self.counters.discardedJobs.add(UInt64(discarded), ordering: .relaxed)
+            // The thread stopped taking jobs after our first check and may have missed the
+            // push: whatever is left in the inbox now is ours to dispose of.
+            for job in self.inbox.drain() { self.runElsewhere(job) }
             return
         }
         self.wakeIfAsleep()
+    }
+
+    /// A job that reached the ring after its thread stopped taking jobs from other threads:
+    /// Swift concurrency jobs run elsewhere (a task's on the global concurrent executor, an
+    /// actor's on a serial queue of the ring's, in order), so no task waits forever for a ring
+    /// that is gone; an operation ends with ECANCELED; a closure is discarded and counted.
+    private func runElsewhere(_ job: _RingJob) {
+        switch job {
+        case .closure, .runnable:
+            self.counters.discardedJobs.add(1, ordering: .relaxed)
+        case .submission(let operation):
+            self.counters.discardedJobs.add(1, ordering: .relaxed)
+            operation.ringExited()
+        case .taskJob(let job):
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        case .serialJob(let job):
+            let executor = self.serialExecutorHandle!
+            self.exitQueue.async { job.runSynchronously(on: executor) }
+        }
     }
 
     private func wakeIfAsleep() {
@@ -223,7 +295,7 @@ internal final class _RingCore: @unchecked Sendable {
             if self.isRingThread {
                 // Seen at the end of this turn; nothing to wake.
             } else if !self.exited.load(ordering: .acquiring) {
-                self.inbox.push({})
+                self.inbox.push(.closure({}))
                 self.wakeIfAsleep()
             }
         }
@@ -464,44 +536,91 @@ internal final class _RingCore: @unchecked Sendable {
                 self.submittedSinceCancelAll = false
             }
             if self.cancelAllIssued && self.inFlight == 0 && self.localJobs.isEmpty && self.inbox.isEmpty {
-                break
+                if self.exited.load(ordering: .relaxed) { break }
+                // From now on other threads keep their jobs (see `enqueue`). Those pushed
+                // before they saw this, and whatever they start (a task resumed by a cancelled
+                // read that reads again), still run here: one more pass until nothing is left.
+                self.exited.store(true, ordering: .sequentiallyConsistent)
+                continue
             }
             // Work delivered to DispatchQueues by jobs goes out before the ring may sleep.
             self.flushDispatchBatches()
+            self.endTurn()
             self.flush(mayWait: self.localJobs.isEmpty)
+            self.turnStart = _Clock.coarseNanoseconds()
             self.reapCompletions()
             self.runReady()
             self.collectReturnedBuffers()
             self.flushDispatchBatches()
         }
-        self.exited.store(true, ordering: .sequentiallyConsistent)
-        // Jobs pushed between the last drain and `exited`: run them so nothing is lost.
-        repeat { self.runJobs() } while !self.localJobs.isEmpty
         self.flushDispatchBatches()
         self._providedBuffers?.close(uring: self.uring)
         self._providedBuffers = nil
         self.uring.close()
         close(self.eventFD)
+        self.executors = nil
+        self.ringThreadID.store(0, ordering: .releasing)
     }
 
     /// Runs the jobs from other threads and those the ring gave itself before this turn; jobs
     /// they enqueue in turn wait for the next turn, so a job that re-enqueues itself cannot
     /// keep the ring from reaping.
     private func runJobs() {
-        // Other threads' jobs first, then the ring's own from before this turn. Jobs enqueued
-        // while these run go to `localJobs` (swapped out here) and wait for the next turn.
-        self.inbox.drain(into: &self.runningJobs)
+        // The ring's own jobs from before this turn first, then other threads'. In enqueue
+        // order: a job enqueued on the ring thread first moves what the inbox holds into
+        // `localJobs`, so whatever is left in the inbox came after every local job. Jobs
+        // enqueued while these run go to `localJobs` (swapped out here) and wait for the next
+        // turn.
         if !self.localJobs.isEmpty {
-            self.runningJobs.append(contentsOf: self.localJobs)
-            self.localJobs.removeAll(keepingCapacity: true)
+            swap(&self.runningJobs, &self.localJobs)
         }
+        self.inbox.drain(into: &self.runningJobs)
         // Index loop: a job may append to `localJobs`, never to `runningJobs`.
         var index = 0
         while index < self.runningJobs.count {
-            self.runningJobs[index].run()
+            self.run(self.runningJobs[index])
             index += 1
         }
+        guard index > 0 else { return }
         self.runningJobs.removeAll(keepingCapacity: true)
+        // Jobs drop ropes too — a task resumed by a write's completion lets go of what it
+        // wrote: their receive buffers go back to the kernel in this flush, not the next.
+        self.collectReturnedBuffers()
+    }
+
+    @inline(__always)
+    private func run(_ job: _RingJob) {
+        switch job {
+        case .closure(let work):
+            work()
+        case .runnable(let runnable):
+            runnable.runDelivered()
+        case .submission(let operation):
+            operation.channel.submitOnRingThread(operation)
+        case .taskJob(let job):
+            job.runSynchronously(on: self.taskExecutorHandle!)
+        case .serialJob(let job):
+            job.runSynchronously(on: self.serialExecutorHandle!)
+        }
+    }
+
+    /// When the current turn began: the ring thread came back from the kernel.
+    private var turnStart: Int64 = 0
+
+    /// The ring thread is about to enter the kernel: records how long it ran since it left it
+    /// (reaping, handlers, jobs). A turn that runs long is a handler or a task that does not
+    /// return or suspend, and every operation of the ring waits for it.
+    @inline(__always)
+    private func endTurn() {
+        guard self.turnStart != 0 else { return }
+        let length = _Clock.coarseNanoseconds() &- self.turnStart
+        if length > self.longestTurn {
+            self.longestTurn = length
+            self.counters.longestTurnNanoseconds.store(UInt64(length), ordering: .relaxed)
+        }
+        if length >= RingLoop.slowTurnNanoseconds {
+            self.counters.slowTurns.add(1, ordering: .relaxed)
+        }
     }
 
     /// Submits prepared entries; when `mayWait` and nothing else is pending, sleeps in the
@@ -643,6 +762,8 @@ internal final class _Counters: Sendable {
     let discardedJobs = Atomic<UInt64>(0)
     let buffersOnLoan = Atomic<UInt64>(0)
     let fallbackReceives = Atomic<UInt64>(0)
+    let longestTurnNanoseconds = Atomic<UInt64>(0)
+    let slowTurns = Atomic<UInt64>(0)
 
     func snapshot() -> RingLoop.Counters {
         RingLoop.Counters(
@@ -653,24 +774,37 @@ internal final class _Counters: Sendable {
             staleCompletions: self.staleCompletions.load(ordering: .relaxed),
             discardedJobs: self.discardedJobs.load(ordering: .relaxed),
             buffersOnLoan: self.buffersOnLoan.load(ordering: .relaxed),
-            fallbackReceives: self.fallbackReceives.load(ordering: .relaxed)
+            fallbackReceives: self.fallbackReceives.load(ordering: .relaxed),
+            longestTurn: .nanoseconds(Int64(self.longestTurnNanoseconds.load(ordering: .relaxed))),
+            slowTurns: self.slowTurns.load(ordering: .relaxed)
         )
     }
 }
 
 /// Work for the ring's own queue or a DispatchQueue: a closure, or an object that runs itself
-/// (no closure context to allocate).
+/// (no closure context to allocate); and, for the ring only, a channel operation to submit and
+/// the jobs of its Swift concurrency executors.
 internal enum _RingJob: @unchecked Sendable {
     // @unchecked: a runnable is made on the ring thread and run on the queue it was delivered
-    // to; `_RingRunnable` requires what running it there needs.
+    // to; `_RingRunnable` requires what running it there needs. An operation is handed to the
+    // ring once, by the thread that made it, and touched only there afterwards. Jobs are the
+    // runtime's, which hands them to exactly one executor.
     case closure(@Sendable () -> Void)
     case runnable(any _RingRunnable)
+    /// An operation scheduled from another thread (no closure to allocate).
+    case submission(_Operation)
+    /// A job of the ring's `TaskExecutor`.
+    case taskJob(UnownedJob)
+    /// A job of the ring's `SerialExecutor`.
+    case serialJob(UnownedJob)
 
+    /// Runs a job bound for a DispatchQueue (only closures and runnables go there).
     @inline(__always)
     func run() {
         switch self {
         case .closure(let work): work()
         case .runnable(let runnable): runnable.runDelivered()
+        case .submission, .taskJob, .serialJob: preconditionFailure("RingIO: a ring-only job left its ring")
         }
     }
 }

@@ -25,15 +25,63 @@ import Glibc
 /// eventfd write only when the ring is asleep. Work enqueued from the ring thread itself joins
 /// the next turn with no wake-up.
 ///
-/// An `RingLoop` is also an ``IOQueue``: handlers given to it run on the ring thread.
+/// A `RingLoop` is also an ``IOQueue``: handlers given to it run on the ring thread. And it is
+/// an executor for Swift concurrency, as two small objects: ``taskExecutor`` (for
+/// `Task(executorPreference:)` and `withTaskExecutorPreference`) and ``serialExecutor`` (for
+/// actors that live on the ring). Their jobs run on the ring thread inside the loop turn, like
+/// handlers; an `await` on a channel of the same ring then completes there with no hop:
+///
+///     let ring = try RingLoop()
+///     let task = Task(executorPreference: ring.taskExecutor) {
+///         for try await data in channel.reads() {   // resumed on the ring thread
+///             try await channel.write(data)         // submitted from it, no wake-up
+///         }
+///     }
+///
+/// **Do not block the ring.** A handler, a job or a task on the ring that runs long without
+/// returning or suspending stops the ring's I/O for every channel on it — reaping, submitting
+/// and every other handler wait. ``Counters/longestTurn`` and ``Counters/slowTurns`` show
+/// when that happened; move long work to another executor (`Task.detached`, a
+/// `DispatchQueue`) and come back.
 ///
 /// Call ``shutdown()`` to stop it: operations in flight are cancelled, their final completions
-/// delivered, and the thread joined. Dropping the last reference does the same, without the
-/// join when that happens on the ring thread itself.
+/// delivered (tasks awaiting them resume with `Errno.canceled`), and the thread joined.
+/// Dropping the last reference does the same, without the join when that happens on the ring
+/// thread itself. Jobs of its executors that arrive after its thread has exited run elsewhere
+/// — a task's on the global concurrent executor, an actor's on a serial queue — so that no
+/// task waits forever for a ring that is gone; channel operations scheduled then end with
+/// `Errno.canceled`.
 public final class RingLoop: IOQueue, @unchecked Sendable {
-    // @unchecked: the only stored property is immutable; `_RingCore` documents its own
+    // @unchecked: every stored property is immutable; `_RingCore` documents its own
     // confinement.
     internal let core: _RingCore
+
+    /// The ring as a `TaskExecutor`: tasks that prefer it run on the ring thread.
+    ///
+    ///     Task(executorPreference: ring.taskExecutor) { … }
+    ///     await withTaskExecutorPreference(ring.taskExecutor) { … }
+    ///     group.addTask(executorPreference: ring.taskExecutor) { … }
+    ///
+    /// Child tasks inherit the preference. Nonisolated async code of such a task runs on the
+    /// ring; code isolated to an actor runs on that actor's executor.
+    public let taskExecutor: RingTaskExecutor
+
+    /// The ring as a `SerialExecutor`, for actors that live on the ring thread:
+    ///
+    ///     actor Connection {
+    ///         let ring: RingLoop
+    ///         nonisolated var unownedExecutor: UnownedSerialExecutor {
+    ///             self.ring.serialExecutor.asUnownedSerialExecutor()
+    ///         }
+    ///     }
+    ///
+    /// The actor's jobs run on the ring thread, in order. Call into such an actor from tasks
+    /// that prefer ``taskExecutor``: an await on a channel resumes on the task's executor
+    /// first and then hops to the actor's, and with both on the ring that hop stays on the
+    /// ring thread (from any other executor, each await costs a hop there and back). Keep the
+    /// ring (or this executor) alive as long as such an actor exists: an
+    /// `UnownedSerialExecutor` does not retain it.
+    public let serialExecutor: RingSerialExecutor
 
     /// Sets up a ring and starts its thread.
     ///
@@ -73,12 +121,16 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
             "receiveBuffers must be a power of two in 1...32768"
         )
         precondition(receiveBufferSize > 0, "receiveBufferSize must be positive")
-        self.core = try _RingCore.start(
+        let core = try _RingCore.start(
             entries: entries,
             receiveBufferCount: receiveBuffers,
             receiveBufferSize: receiveBufferSize,
             forcedFailure: _forcedSetupFailure
         )
+        self.core = core
+        self.taskExecutor = RingTaskExecutor(core: core)
+        self.serialExecutor = RingSerialExecutor(core: core)
+        core.adopt(self.taskExecutor, self.serialExecutor)
     }
 
     deinit {
@@ -156,7 +208,20 @@ extension RingLoop {
         /// Stream receives that went into fresh memory because every provided buffer was held
         /// by ropes (no data waits and none is lost; the bytes are still not copied).
         public var fallbackReceives: UInt64
+        /// The longest turn so far: the longest time the ring thread ran handlers, jobs and
+        /// tasks without going back to the kernel — the longest its I/O waited for them.
+        /// Measured with the coarse monotonic clock (a resolution of one kernel tick, 1–10 ms):
+        /// short turns read as zero.
+        public var longestTurn: Duration
+        /// Turns that ran for ``RingLoop/slowTurnThreshold`` or longer: each is a handler, job
+        /// or task that blocked the ring (see "Do not block the ring" on ``RingLoop``).
+        public var slowTurns: UInt64
     }
+
+    /// How long a turn may run before it counts in ``Counters/slowTurns``: 10 ms.
+    public static let slowTurnThreshold: Duration = .nanoseconds(slowTurnNanoseconds)
+
+    internal static let slowTurnNanoseconds: Int64 = 10_000_000
 }
 
 // MARK: - Completion targets

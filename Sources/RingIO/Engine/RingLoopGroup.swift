@@ -13,6 +13,10 @@ import Glibc
 ///     let group = try RingLoopGroup(count: 2)
 ///     let ring = group.next()
 ///
+/// For Swift concurrency, hand out its rings as executor preferences, round-robin:
+///
+///     Task(executorPreference: group.next().taskExecutor) { … }
+///
 /// Channels and sources created without a ring use ``shared``, created on first use.
 public final class RingLoopGroup: Sendable {
     /// The rings, in order.

@@ -515,4 +515,13 @@ internal enum _Clock {
         clock_gettime(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
+
+    /// Now, in nanoseconds, from CLOCK_MONOTONIC_COARSE: a few nanoseconds to read (no
+    /// hardware counter), advancing once per kernel tick (1–10 ms). For measuring how long a
+    /// ring turn ran, where only long turns matter.
+    internal static func coarseNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
 }

@@ -33,6 +33,11 @@ import Glibc
 /// **Connection cap.** With ``Options/maxConnections``, accepting pauses when that many
 /// accepted connections have not been reported closed with ``connectionClosed()``, and resumes
 /// when one is. Connections the kernel completed meanwhile wait in the backlog.
+///
+/// **Swift concurrency.** A listener made without a handler hands its connections out as an
+/// `AsyncSequence` instead (``connections()``, ``serve(_:)``): each an ``IOConnection`` with a
+/// stream channel on the ring that accepted it, counted for the cap until its channel is
+/// cleaned up — no ``connectionClosed()`` to call.
 public final class IOListener: Sendable {
     /// How the listener binds and what it applies to accepted sockets.
     public struct Options: Sendable {
@@ -60,7 +65,7 @@ public final class IOListener: Sendable {
     }
 
     private let acceptors: [_Acceptor]
-    private let shared: _ListenerState
+    internal let shared: _ListenerState
 
     /// Binds and listens, then accepts on the ring(s).
     ///
@@ -87,21 +92,89 @@ public final class IOListener: Sendable {
         queue: some IOQueue,
         handler: @escaping @Sendable (Event) -> Void
     ) throws(Errno) {
+        let shared = _ListenerState(options: options, queue: queue, handler: handler, connections: nil)
+        self.shared = shared
+        self.acceptors = try Self.bind(
+            host: host,
+            port: port,
+            options: options,
+            rings: try Self.rings(group: group, ring: ring ?? (queue as? RingLoop), options: options),
+            shared: shared
+        )
+    }
+
+    /// Binds and listens, then accepts on the ring(s), for the async API: the connections are
+    /// handed out by ``connections()`` (or ``serve(_:)``), each as an ``IOConnection`` with a
+    /// stream channel on the ring that accepted it.
+    ///
+    ///     var options = IOListener.Options()
+    ///     options.reusePort = true                           // a socket per ring of the group
+    ///     let listener = try IOListener(host: "127.0.0.1", port: 7000, options: options, group: group)
+    ///     await listener.serve { connection in              // a child task on connection.ring
+    ///         for try await data in connection.channel.reads() {
+    ///             try await connection.channel.write(data)
+    ///         }
+    ///     }
+    ///
+    /// - Parameters:
+    ///   - host: As in ``init(host:port:options:group:ring:queue:handler:)``.
+    ///   - port: The port; 0 picks a free one (read it from ``port``).
+    ///   - options: Socket and accepting options. A connection counts against
+    ///     ``Options/maxConnections`` until its channel's cleanup handler ran.
+    ///   - group: With ``Options/reusePort``, one socket per ring of `group`; without, the
+    ///     listener runs on `group.next()`.
+    ///   - ring: The ring to accept on when there is no group; when both are `nil`, the next
+    ///     ring of ``RingLoopGroup/shared``.
+    ///   - acceptFailed: Called on the accepting ring for each accept that failed (EMFILE,
+    ///     ENFILE…); the listener backs off and retries as described above.
+    /// - Throws: The errno of resolving, `socket`, `bind` (EADDRINUSE…) or `listen`; of
+    ///   io_uring's set-up when there is no ring.
+    public init(
+        host: String,
+        port: UInt16,
+        options: Options = Options(),
+        group: RingLoopGroup? = nil,
+        ring: RingLoop? = nil,
+        acceptFailed: (@Sendable (Errno) -> Void)? = nil
+    ) throws(Errno) {
+        let rings = try Self.rings(group: group, ring: ring, options: options)
+        let connections = _ConnectionQueue()
+        let shared = _ListenerState(
+            options: options,
+            queue: rings[0],
+            handler: { event in
+                if case .failed(let error) = event { acceptFailed?(error) }
+            },
+            connections: connections
+        )
+        self.shared = shared
+        self.acceptors = try Self.bind(host: host, port: port, options: options, rings: rings, shared: shared)
+    }
+
+    /// The rings to accept on.
+    private static func rings(group: RingLoopGroup?, ring: RingLoop?, options: Options) throws(Errno) -> [RingLoop] {
         precondition(options.maxConnections > 0, "IOListener: maxConnections must be positive")
-        var rings: [RingLoop]
         if let group {
-            rings = options.reusePort ? group.rings : [group.next()]
+            return options.reusePort ? group.rings : [group.next()]
         } else if let ring {
-            rings = [ring]
-        } else if let ring = queue as? RingLoop {
-            rings = [ring]
+            return [ring]
         } else {
             do throws(RingSetupError) {
-                rings = [try RingLoopGroup.shared.next()]
+                return [try RingLoopGroup.shared.next()]
             } catch {
                 throw error.errno
             }
         }
+    }
+
+    /// Binds a listening socket per ring and starts accepting.
+    private static func bind(
+        host: String,
+        port: UInt16,
+        options: Options,
+        rings: [RingLoop],
+        shared: _ListenerState
+    ) throws(Errno) -> [_Acceptor] {
         var address = try _SocketAddress.resolve(host: host, port: port)
         var sockets: [CInt] = []
         do throws(Errno) {
@@ -117,11 +190,10 @@ public final class IOListener: Sendable {
             for fd in sockets { Glibc.close(fd) }
             throw error
         }
-        let shared = _ListenerState(options: options, queue: queue, handler: handler)
-        self.shared = shared
-        self.acceptors = zip(rings, sockets).map { _Acceptor(ring: $0, fd: $1, shared: shared) }
-        shared.acceptors = self.acceptors
-        for acceptor in self.acceptors { acceptor.start() }
+        let acceptors = zip(rings, sockets).map { _Acceptor(ring: $0, fd: $1, shared: shared) }
+        shared.acceptors = acceptors
+        for acceptor in acceptors { acceptor.start() }
+        return acceptors
     }
 
     deinit {
@@ -139,16 +211,29 @@ public final class IOListener: Sendable {
     }
 
     /// Reports that one accepted connection is gone: accepting resumes if it was paused at
-    /// ``Options/maxConnections``. Any thread.
+    /// ``Options/maxConnections``. Any thread. Only for a listener with a handler: the
+    /// connections of the async API are counted by the listener itself.
     public func connectionClosed() {
+        precondition(
+            self.shared.connections == nil,
+            "IOListener.connectionClosed(): the async listener counts its connections itself"
+        )
         self.shared.connectionClosed()
     }
 
+    /// Accepted connections that are still open: handed out and not yet reported closed (with
+    /// a handler), or whose channel is not yet cleaned up (async). Any thread.
+    public var openConnections: Int {
+        self.shared.live.load(ordering: .acquiring)
+    }
+
     /// Stops accepting: new connection attempts are refused from now on; the listening
-    /// sockets are closed on their rings once their accepts have returned. Idempotent.
+    /// sockets are closed on their rings once their accepts have returned. ``connections()``
+    /// ends after the connections already accepted. Idempotent.
     public func close() {
         guard !self.shared.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for acceptor in self.acceptors { acceptor.stop() }
+        self.shared.connections?.end()
     }
 }
 
@@ -159,23 +244,39 @@ internal final class _ListenerState: @unchecked Sendable {
     let options: IOListener.Options
     let queue: any IOQueue
     let handler: @Sendable (IOListener.Event) -> Void
+    /// The async API's connections waiting for the iteration; `nil` with a handler.
+    let connections: _ConnectionQueue?
     let live = Atomic<Int>(0)
     let closed = Atomic<Bool>(false)
     var acceptors: [_Acceptor] = []
 
-    init(options: IOListener.Options, queue: any IOQueue, handler: @escaping @Sendable (IOListener.Event) -> Void) {
+    init(
+        options: IOListener.Options,
+        queue: any IOQueue,
+        handler: @escaping @Sendable (IOListener.Event) -> Void,
+        connections: _ConnectionQueue?
+    ) {
         self.options = options
         self.queue = queue
         self.handler = handler
+        self.connections = connections
     }
 
     var atCap: Bool { self.live.load(ordering: .acquiring) >= self.options.maxConnections }
 
+    /// Accepting must pause: at the cap, or the async iteration is too far behind.
+    var mustPause: Bool { self.atCap || (self.connections?.isFull ?? false) }
+
     func connectionClosed() {
         let before = self.live.subtract(1, ordering: .acquiringAndReleasing).oldValue
         if before >= self.options.maxConnections {
-            for acceptor in self.acceptors { acceptor.resumeIfPaused() }
+            self.resumeAcceptors()
         }
+    }
+
+    /// Accepting may go on (a connection closed, the iteration took one from a full queue).
+    func resumeAcceptors() {
+        for acceptor in self.acceptors { acceptor.resumeIfPaused() }
     }
 }
 
@@ -193,6 +294,9 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     private var waiting = false
     private var stopping = false
     private var socketClosed = false
+    /// Whether the socket is closed, for `stop()` on another thread: it shuts the socket down
+    /// only while it is open (the number may name another file once closed).
+    private let socketClosedForStop = Mutex(false)
     private var inFlight = 0
     /// Connections accepted past the cap (the multishot had more ready): handed out, in
     /// order, as soon as connections are reported closed.
@@ -227,7 +331,9 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     func stop() {
         // Refuse new connections now, from the calling thread: a listening socket shut down
         // for reading leaves the listening state (its pending accept fails).
-        shutdown(self.fd, Int32(SHUT_RDWR))
+        self.socketClosedForStop.withLock { closed in
+            if !closed { shutdown(self.fd, Int32(SHUT_RDWR)) }
+        }
         self.perform { acceptor in
             acceptor.stopping = true
             for connection in acceptor.held { Glibc.close(connection) }
@@ -240,7 +346,13 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     }
 
     private func arm() {
-        guard !self.stopping, self.armed == nil, !self.waiting, self.held.isEmpty, !self.shared.atCap else { return }
+        if !self.stopping && self.ring.core.isStopping {
+            self.ringStopped()
+            return
+        }
+        guard !self.stopping, self.armed == nil, !self.waiting, self.held.isEmpty, !self.shared.mustPause else {
+            return
+        }
         self.armed = self.submit(.acceptMultishot(fd: self.fd), tag: Tag.accept)
     }
 
@@ -253,7 +365,25 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     private func closeSocketIfIdle() {
         guard self.stopping, self.inFlight == 0, !self.socketClosed else { return }
         self.socketClosed = true
-        Glibc.close(self.fd)
+        self.socketClosedForStop.withLock { closed in
+            Glibc.close(self.fd)
+            closed = true
+        }
+    }
+
+    /// The ring is shutting down (its cancel-all ended the accept, or a retry): accepting ends
+    /// here — re-arming would fight the cancellation and keep the ring from exiting. The
+    /// socket closes once nothing is in flight; the async iteration ends with ECANCELED after
+    /// the connections already accepted.
+    private func ringStopped() {
+        self.stopping = true
+        for connection in self.held { Glibc.close(connection) }
+        self.held.removeAll()
+        if let armed = self.armed {
+            self.submit(.cancel(userData: armed), tag: Tag.ignore)
+        }
+        self.shared.connections?.end(failing: .canceled)
+        self.closeSocketIfIdle()
     }
 
     func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
@@ -296,14 +426,16 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
         } else {
             self.handOut(connection)
         }
-        if self.shared.atCap, let armed = self.armed {
+        if self.shared.mustPause, let armed = self.armed {
             // At the cap: stop the multishot; accepting resumes when a connection closes.
             self.submit(.cancel(userData: armed), tag: Tag.ignore)
         }
     }
 
-    /// Counts one more live connection, unless that would pass the cap.
+    /// Counts one more live connection, unless that would pass the cap (or the async
+    /// iteration is too far behind).
     private func takeSlot() -> Bool {
+        if let connections = self.shared.connections, connections.isFull { return false }
         let live = self.shared.live.add(1, ordering: .acquiringAndReleasing).newValue
         if live > self.shared.options.maxConnections {
             self.shared.live.subtract(1, ordering: .acquiringAndReleasing)
@@ -319,6 +451,10 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     }
 
     private func handOut(_ connection: CInt) {
+        if let connections = self.shared.connections {
+            connections.push(IOConnection(accepted: connection, on: self.ring, shared: self.shared))
+            return
+        }
         let handler = self.shared.handler
         self.ring.core.deliver(on: self.shared.queue) { handler(.accepted(connection)) }
     }

@@ -1,0 +1,147 @@
+//===----------------------------------------------------------------------===//
+// RingIO — example: one HTTP/1.1 connection served by a task (--api async).
+//===----------------------------------------------------------------------===//
+
+import RingHTTP
+import RingIO
+import SystemPackage
+
+/// One connection, served by a task on the ring that accepted it: read, parse, answer, in a
+/// loop of awaits that each complete on the ring thread.
+///
+/// The same behaviour as ``HTTPConnection`` in a straight line: the responses to the requests
+/// that one read delivers go out as one write; a file's head ends its batch and its bytes
+/// follow, chunk by chunk as they are read (the rope regions they were read into — no copy);
+/// requests received meanwhile wait in the parser. A parse error or a header timeout is
+/// answered after the requests before it, then the connection closes.
+///
+/// **Timeouts** come from the read itself: the channel's interval is one second, strict, when
+/// the read is scheduled, so the read produces an empty rope at every tick with nothing
+/// pending (R52); the interval is reset to zero at once, so the writes scheduled later arm
+/// no timer. Ticks count towards the header timeout (since the current request's first bytes)
+/// and the idle timeout (since the connection last did something), as the handler server's
+/// sweeper ticks do: a timeout of T seconds fires between T and T + 1 seconds.
+struct AsyncHTTPConnection {
+    private let connection: IOConnection
+    private let server: Server
+    private var parser: HTTPRequestParser
+    /// Ticks since bytes last arrived or a response was last written.
+    private var idleTicks = 0
+    /// Ticks since the current request's first bytes arrived; `nil` between requests.
+    private var requestTicks: Int?
+
+    init(_ connection: IOConnection, server: Server) {
+        self.connection = connection
+        self.server = server
+        self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
+    }
+
+    /// Serves the connection until the client or a timeout ends it, or the server stops.
+    mutating func run() async {
+        let channel = self.connection.channel
+        channel.setLimit(lowWater: 1)
+        channel.setInterval(.seconds(1), flags: .strict)
+        var reads = channel.reads().makeAsyncIterator()
+        var ticking = true
+        do throws(Errno) {
+            while let data = try await reads.next() {
+                if ticking {
+                    // The read has the interval now; later operations (the writes) have none.
+                    channel.setInterval(.zero)
+                    ticking = false
+                }
+                let close = data.isEmpty ? try await self.tick() : try await self.received(data)
+                if close { break }
+            }
+        } catch {
+            // A reset, a failed file, a cancelled task (the server stopping): close.
+        }
+        // .stop: the read is waiting for bytes that will not be answered.
+        channel.close(flags: .stop)
+    }
+
+    /// Parses `data` and answers every request it completes, in order; returns whether the
+    /// connection is to close.
+    private mutating func received(_ data: ByteRope) async throws(Errno) -> Bool {
+        self.idleTicks = 0
+        self.parser.append(data)
+        var batch = ByteRope()
+        var closing = false
+        var completed = false
+        while !closing {
+            let request: HTTPRequest
+            do throws(HTTPParseError) {
+                guard let next = try self.parser.next() else { break }
+                request = next
+            } catch {
+                batch.append(self.server.answer(failure: error.status))
+                closing = true
+                break
+            }
+            completed = true
+            let keepAlive = request.keepAlive && !self.server.stopping.load(ordering: .relaxed)
+            if !keepAlive { closing = true }  // later pipelined requests are not answered
+            let answer = self.server.answer(to: request, keepAlive: keepAlive)
+            batch.append(answer.bytes)
+            if let file = answer.file {
+                // The head ends the batch: the file's bytes follow it on the socket.
+                try await self.connection.channel.write(batch)
+                batch = ByteRope()
+                try await self.send(file)
+            }
+        }
+        if !closing {
+            do throws(HTTPParseError) {
+                if let head = try self.parser.nextHead(), head.expectsContinue {
+                    batch.append(HTTPResponseWriter.continueResponse)
+                }
+            } catch {
+                batch.append(self.server.answer(failure: error.status))
+                closing = true
+            }
+        }
+        if !batch.isEmpty {
+            try await self.connection.channel.write(batch)
+            self.idleTicks = 0
+        }
+        // The header timeout counts from the first bytes of the request now being received.
+        if !self.parser.isMidRequest {
+            self.requestTicks = nil
+        } else if completed || self.requestTicks == nil {
+            self.requestTicks = 0
+        }
+        return closing
+    }
+
+    /// A second has passed: the header and idle timeouts, and the server stopping. Returns
+    /// whether the connection is to close.
+    private mutating func tick() async throws(Errno) -> Bool {
+        self.idleTicks += 1
+        if let requestTicks = self.requestTicks {
+            self.requestTicks = requestTicks + 1
+            if requestTicks + 1 > self.server.configuration.headerTimeout {
+                try await self.connection.channel.write(self.server.answer(failure: 408))
+                return true
+            }
+            return false
+        }
+        return self.idleTicks > self.server.configuration.idleTimeout || self.server.stopping.load(ordering: .relaxed)
+    }
+
+    /// Sends a file's bytes after its head: read through a random-access channel on this ring,
+    /// each chunk written to the socket as it was read.
+    ///
+    /// - Throws: The read's or the write's error; EIO when the file was shorter than its head
+    ///   said (the connection cannot go on).
+    private func send(_ file: Answer.File) async throws(Errno) {
+        let ring = self.connection.ring
+        let channel = try file.open(queue: ring, ring: ring)
+        defer { channel.close() }
+        var sent = 0
+        for try await chunk in channel.reads(offset: 0, length: file.size) {
+            sent += chunk.count
+            try await self.connection.channel.write(chunk)
+        }
+        if sent != file.size { throw Errno.ioError }
+    }
+}

@@ -1,0 +1,88 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the engine: a ring as a Swift concurrency executor.
+//===----------------------------------------------------------------------===//
+
+/// A ring as a `TaskExecutor`: tasks that prefer it run their nonisolated code on the ring
+/// thread, inside the loop turn, as the ring's handlers do. Get it from
+/// ``RingLoop/taskExecutor``.
+///
+///     let ring = try RingLoop()
+///     Task(executorPreference: ring.taskExecutor) {
+///         for try await data in channel.reads() {   // channel on `ring`: no hop
+///             try await channel.write(data)
+///         }
+///     }
+///
+/// A job enqueued from the ring thread itself (a task resumed by a completion, a child task
+/// started there) joins the next turn with no syscall; from another thread it costs a
+/// lock-free push and at most one wake-up. Jobs take their turn with the ring's completions and
+/// handlers: a task that never suspends blocks the ring (see ``RingLoop``).
+///
+/// A separate type from ``RingSerialExecutor`` on purpose: the runtime takes a slower path
+/// for an executor that is both a task executor and a serial executor.
+public final class RingTaskExecutor: TaskExecutor {
+    internal let core: _RingCore
+
+    internal init(core: _RingCore) {
+        self.core = core
+    }
+
+    /// Runs `job` on the ring thread. Any thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        self.core.enqueue(.taskJob(UnownedJob(job)))
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Whether the caller is on the ring thread.
+    public var isCurrentThread: Bool {
+        self.core.isRingThread
+    }
+}
+
+/// A ring as a `SerialExecutor`: an actor whose `unownedExecutor` is this one runs on the
+/// ring thread, its jobs in the order they were enqueued, inside the loop turn. Get it from
+/// ``RingLoop/serialExecutor``.
+///
+///     actor Session {
+///         let ring: RingLoop
+///         let channel: IOChannel   // on `ring`: its awaits complete with no hop
+///         nonisolated var unownedExecutor: UnownedSerialExecutor {
+///             self.ring.serialExecutor.asUnownedSerialExecutor()
+///         }
+///     }
+///
+/// Keep the ring (or this executor) alive as long as such an actor exists: an
+/// `UnownedSerialExecutor` does not retain its executor.
+public final class RingSerialExecutor: SerialExecutor {
+    internal let core: _RingCore
+
+    internal init(core: _RingCore) {
+        self.core = core
+    }
+
+    /// Runs `job` on the ring thread, after the jobs enqueued before it. Any thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        self.core.enqueue(.serialJob(UnownedJob(job)))
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// Whether the caller runs on this executor: on the ring thread (or, after the ring shut
+    /// down, on the queue that runs this executor's jobs since).
+    public func isIsolatingCurrentContext() -> Bool? {
+        self.core.isRunningSerialExecutorJobs
+    }
+
+    /// Stops the program unless the caller runs on this executor.
+    public func checkIsolated() {
+        precondition(
+            self.core.isRunningSerialExecutorJobs,
+            "RingIO: expected to run on the ring's serial executor (the ring's thread)"
+        )
+    }
+}

@@ -1,0 +1,509 @@
+//===----------------------------------------------------------------------===//
+// RingIO — IOListener for Swift concurrency: connections() and serve(_:) under load, the
+// connection cap without connectionClosed(), cancellation, close, group shutdown, and the
+// preconditions of the async listener.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import RingIO
+import Synchronization
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Support
+
+// Each test's body, and every task of its own off the rings, runs on `testTaskExecutor`
+// (dispatch threads), not the cooperative pool: synchronous tests running in parallel block
+// the pool's threads (two on this machine) for seconds at a time, and an accepting loop starved
+// of a thread would look like a listener that stopped accepting.
+
+/// Runs `body` on a dispatch thread (it blocks) and returns its result without blocking the
+/// caller's thread.
+private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: body()) }
+    }
+}
+
+/// Suspends for `milliseconds` on a dispatch timer: the task resumes on its own executor, with
+/// no detour through the cooperative pool (where `Task.sleep` wakes up).
+private func pause(milliseconds: Int) async {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            continuation.resume()
+        }
+    }
+}
+
+/// Polls `condition` (which may await) every 2 ms until it holds or `seconds` pass.
+private func waitUntil(seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+    while !(await condition()) {
+        if ContinuousClock.now >= deadline { return false }
+        await pause(milliseconds: 2)
+    }
+    return true
+}
+
+/// Waits for `log`'s cleanup handler and checks it ran once, with no error (as
+/// `CleanupLog.expectOnceAsync(nil)`, off the cooperative pool).
+private func expectCleanedUp(_ log: CleanupLog, sourceLocation: SourceLocation = #_sourceLocation) async {
+    guard await waitUntil(seconds: 10, { log.wasCalled }) else {
+        Issue.record("the cleanup handler did not run within 10 s", sourceLocation: sourceLocation)
+        return
+    }
+    await pause(milliseconds: 20)  // a second call would come from the same turn
+    #expect(log.calls == [nil], "cleanup calls: \(log.calls)", sourceLocation: sourceLocation)
+    #expect(log.problems.isEmpty, "\(log.problems)", sourceLocation: sourceLocation)
+}
+
+/// Connects a client to 127.0.0.1:`port` within 5 s, retrying for a while when descriptors
+/// run out (another test may hold many at the moment).
+private func connectRetrying(_ port: UInt16) -> Result<CInt, Errno> {
+    func attempt() -> Result<CInt, Errno> {
+        let fd = clientSocket("127.0.0.1")
+        guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
+        // A blocking connect gives up after SO_SNDTIMEO.
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return connectClient("127.0.0.1", port, socket: fd)
+    }
+    var outcome = attempt()
+    for _ in 0..<500 {
+        guard case .failure(let error) = outcome,
+            error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem || error == .noBufferSpace
+        else { break }
+        usleep(10_000)
+        outcome = attempt()
+    }
+    return outcome
+}
+
+/// What the clients of ``echoInWaves(port:count:wave:)`` saw.
+private struct WavesOutcome: Sendable {
+    var echoed = 0
+    var failures: [String] = []
+}
+
+/// Connects `count` clients to 127.0.0.1:`port`, `wave` at a time: each client of a wave
+/// sends its number (8 bytes) and expects it back; then the wave's clients are reset (no
+/// TIME_WAIT left behind) and the next wave starts. Blocking sockets; every read is bounded.
+private func echoInWaves(port: UInt16, count: Int, wave: Int) -> WavesOutcome {
+    var outcome = WavesOutcome()
+    var next = 0
+    while next < count && outcome.failures.count < 10 {
+        var clients: [(fd: CInt, number: Int)] = []
+        for number in next..<min(next + wave, count) {
+            switch connectRetrying(port) {
+            case .success(let fd): clients.append((fd, number))
+            case .failure(let error): outcome.failures.append("connect \(number): \(error)")
+            }
+        }
+        next += wave
+        for client in clients {
+            let message = withUnsafeBytes(of: UInt64(client.number).bigEndian) { Array($0) }
+            // MSG_NOSIGNAL: a server end gone by mistake must fail the test, not kill it (SIGPIPE).
+            let written = message.withUnsafeBytes { send(client.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written != message.count { outcome.failures.append("write \(client.number): \(written)") }
+        }
+        for client in clients {
+            let message = withUnsafeBytes(of: UInt64(client.number).bigEndian) { Array($0) }
+            let echoed = readExactly(client.fd, message.count)
+            if echoed == message {
+                outcome.echoed += 1
+            } else {
+                outcome.failures.append("echo \(client.number): \(echoed) (errno \(errno))")
+            }
+        }
+        for client in clients { resetAndClose(client.fd) }
+    }
+    return outcome
+}
+
+/// Whether a new connection to 127.0.0.1:`port` is refused (tried for a while).
+private func refusesConnections(_ port: UInt16) -> Bool {
+    eventually(seconds: 5) {
+        switch connectClient("127.0.0.1", port) {
+        case .success(let fd):
+            close(fd)
+            return false
+        case .failure(let error):
+            return error == .connectionRefused
+        }
+    }
+}
+
+/// Whether the server end of `fd` is gone: a read sees the end of the stream (bounded).
+private func seesEndOfStream(_ fd: CInt) -> Bool {
+    setReceiveTimeout(fd, seconds: 5)
+    var buffer = [UInt8](repeating: 0, count: 64)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        if count == 0 { return true }
+        if count < 0 && errno == EINTR { continue }
+        if count < 0 { return false }
+    }
+}
+
+/// Live connections of a server under a cap, as the connections' own tasks count them.
+private final class LiveCount: Sendable {
+    private let state = Mutex<(live: Int, most: Int, served: Int)>((0, 0, 0))
+
+    func begin() {
+        self.state.withLock { state in
+            state.live += 1
+            state.served += 1
+            state.most = max(state.most, state.live)
+        }
+    }
+
+    func end() { self.state.withLock { $0.live -= 1 } }
+
+    var served: Int { self.state.withLock { $0.served } }
+    var most: Int { self.state.withLock { $0.most } }
+}
+
+// MARK: - Tests
+
+@Suite(
+    "IOListener: connections() and serve(_:)",
+    .serialized,
+    .enabled(if: ringIsAvailable, ringUnavailableReason)
+)
+struct ListenerAsyncTests {
+    @Test("10,000 connections through connections() on two rings, a child task each, clients in waves of 100")
+    func tenThousandConnections() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let group = try RingLoopGroup(count: 2, entries: 256)
+            defer { group.shutdown() }
+            var options = IOListener.Options()
+            options.reusePort = true  // a socket per ring: the kernel spreads the connections
+            let listener = try IOListener(host: "127.0.0.1", port: 0, options: options, group: group)
+            let port = listener.port
+            let total = 10_000
+
+            let echoed = Counter()
+            let perRing = [Counter(), Counter()]
+            let offRing = Counter()
+            let failures = Recorder<String>()
+            let server = Task(executorPreference: testTaskExecutor) { () -> Errno? in
+                await withDiscardingTaskGroup { tasks in
+                    do throws(Errno) {
+                        for try await connection in listener.connections() {
+                            tasks.addTask(executorPreference: connection.ring.taskExecutor) {
+                                if !connection.ring.isCurrentThread { offRing.increment() }
+                                if let index = group.rings.firstIndex(where: { $0 === connection.ring }) {
+                                    perRing[index].increment()
+                                }
+                                do {
+                                    let data = try await connection.channel.read(length: 8)
+                                    try await connection.channel.write(data)
+                                    echoed.increment()
+                                } catch {
+                                    failures.append("\(error)")
+                                }
+                                connection.channel.close()
+                            }
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+
+            let started = ContinuousClock.now
+            let clients = await onThread { echoInWaves(port: port, count: total, wave: 100) }
+            let elapsed = ContinuousClock.now - started
+            #expect(clients.failures.isEmpty, "client failures (first ones): \(clients.failures)")
+            #expect(clients.echoed == total, "echoed \(clients.echoed) of \(total) in \(elapsed)")
+            #expect(elapsed < .seconds(120), "10,000 connections took \(elapsed)")
+
+            listener.close()
+            let ended = await bounded(seconds: 10) { await server.value }
+            switch ended {
+            case .success(let error)?: #expect(error == nil, "connections() threw \(error.map { "\($0)" } ?? "")")
+            default: Issue.record("connections() did not end within 10 s of close()")
+            }
+            #expect(echoed.count == total)
+            #expect(failures.all.isEmpty, "server failures: \(failures.all.prefix(10))")
+            #expect(offRing.count == 0, "connection tasks off their ring")
+            let counts = perRing.map(\.count)
+            #expect(counts.reduce(0, +) == total)
+            #expect(counts.allSatisfy { $0 >= total / 10 }, "connections per ring: \(counts)")
+            #expect(await waitUntil { listener.openConnections == 0 }, "open: \(listener.openConnections)")
+        }
+    }
+
+    @Test("maxConnections on the async path: at most 4 served at once, the rest once those close")
+    func maxConnectionsWithoutConnectionClosed() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop(entries: 64)
+            defer { ring.shutdown() }
+            var options = IOListener.Options()
+            options.maxConnections = 4
+            let listener = try IOListener(host: "127.0.0.1", port: 0, options: options, ring: ring)
+            defer { listener.close() }
+            let live = LiveCount()
+            let server = Task(executorPreference: testTaskExecutor) {
+                await withDiscardingTaskGroup { tasks in
+                    do {
+                        for try await connection in listener.connections() {
+                            tasks.addTask(executorPreference: connection.ring.taskExecutor) {
+                                live.begin()
+                                // "Served": the client gets a byte, then the task waits for its end.
+                                try? await connection.channel.write(rope("S"))
+                                do {
+                                    for try await _ in connection.channel.reads() {}
+                                } catch {}
+                                live.end()
+                                connection.channel.close()  // no connectionClosed(): the listener counts
+                            }
+                        }
+                    } catch {}
+                }
+            }
+
+            // All eight complete the handshake (the backlog holds them); four are served.
+            let clients = try connectClients(8, "127.0.0.1", listener.port)
+            defer { for fd in clients { close(fd) } }
+            #expect(await waitUntil { live.served >= 4 }, "served: \(live.served)")
+            await pause(milliseconds: 300)
+            #expect(live.served == 4, "served past the cap of 4")
+            #expect(listener.openConnections == 4)
+            var served: [CInt] = []
+            #expect(
+                await waitUntil {
+                    served = clients.filter { pendingBytes($0) > 0 }
+                    return served.count == 4
+                },
+                "clients that got their byte: \(served.count)"
+            )
+
+            // The served clients leave: their tasks end, their channels close, and the listener
+            // accepts the others.
+            for fd in served { shutdown(fd, Int32(SHUT_WR)) }
+            #expect(await waitUntil { live.served == 8 }, "served after the first four left: \(live.served)")
+            let waiting = clients.filter { !served.contains($0) }
+            #expect(
+                await waitUntil { waiting.allSatisfy { pendingBytes($0) > 0 } },
+                "the other four were not served"
+            )
+            #expect(live.most <= 4, "live at once: \(live.most)")
+            for fd in waiting { shutdown(fd, Int32(SHUT_WR)) }
+            #expect(await waitUntil { listener.openConnections == 0 }, "open: \(listener.openConnections)")
+
+            listener.close()
+            #expect(await bounded(seconds: 10) { await server.value } != nil, "connections() did not end after close()")
+        }
+    }
+
+    @Test(
+        "cancelling the task that runs serve(_:): accepting stops, the connections' awaits throw ECANCELED, serve returns"
+    )
+    func cancelServe() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let group = try RingLoopGroup(count: 2, entries: 64)
+            defer { group.shutdown() }
+            var options = IOListener.Options()
+            options.reusePort = true
+            let listener = try IOListener(host: "127.0.0.1", port: 0, options: options, group: group)
+            let port = listener.port
+            let started = Counter()
+            let onRing = Counter()
+            let ends = Recorder<String>()
+            let server = Task(executorPreference: testTaskExecutor) {
+                await listener.serve { connection in
+                    started.increment()
+                    if connection.ring.isCurrentThread { onRing.increment() }
+                    do {
+                        for try await _ in connection.channel.reads() {}
+                        ends.append("end of stream")
+                    } catch {
+                        ends.append("\(error)")
+                        throw error
+                    }
+                }
+            }
+            let clients = try connectClients(6, "127.0.0.1", port)
+            defer { for fd in clients { close(fd) } }
+            for fd in clients { writeAll(fd, bytes("x")) }
+            #expect(await waitUntil { started.count == 6 }, "handlers started: \(started.count)")
+            #expect(onRing.count == 6, "handlers on their connection's ring: \(onRing.count)")
+
+            server.cancel()
+            let returned = await bounded(seconds: 10) { await server.value }
+            #expect(returned != nil, "serve did not return within 10 s of the cancellation")
+            #expect(ends.all == Array(repeating: "\(Errno.canceled)", count: 6), "how the handlers ended: \(ends.all)")
+            // serve closed each channel and the listener: the clients see the end, new ones are refused.
+            let ended = await onThread { clients.filter { seesEndOfStream($0) }.count }
+            #expect(ended == 6, "clients that saw the end of the stream: \(ended)")
+            #expect(await onThread { refusesConnections(port) }, "connections are still accepted")
+            #expect(await waitUntil { listener.openConnections == 0 }, "open: \(listener.openConnections)")
+        }
+    }
+
+    @Test("close() ends connections(): after the connections already accepted, normally (nil)")
+    func closeEndsIteration() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop(entries: 64)
+            defer { ring.shutdown() }
+            let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
+            let port = listener.port
+
+            // Accepted before close(), not yet taken: still produced, then the end.
+            let early = try connectClients(3, "127.0.0.1", port)
+            defer { for fd in early { close(fd) } }
+            #expect(await waitUntil { listener.openConnections == 3 }, "accepted: \(listener.openConnections)")
+            listener.close()
+            let drained = await bounded(seconds: 10) { () async throws -> Int in
+                var count = 0
+                for try await connection in listener.connections() {
+                    count += 1
+                    connection.channel.close()
+                }
+                return count
+            }
+            #expect(try drained?.get() == 3, "connections after close(): \(String(describing: drained))")
+            #expect(await onThread { refusesConnections(port) }, "connections are still accepted after close()")
+
+            // A task waiting in connections() when the listener is closed: its loop ends normally.
+            let second = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
+            let taken = Counter()
+            let waiting = Task(executorPreference: ring.taskExecutor) { () async throws -> Int in
+                for try await connection in second.connections() {
+                    taken.increment()
+                    connection.channel.close()
+                }
+                return taken.count
+            }
+            let late = try connectClients(1, "127.0.0.1", second.port)
+            defer { for fd in late { close(fd) } }
+            #expect(await waitUntil { taken.count == 1 })
+            await pause(milliseconds: 20)  // waiting for the next one
+            second.close()
+            let ended = await bounded(seconds: 10) { try await waiting.value }
+            #expect(try ended?.get() == 1, "the waiting iteration: \(String(describing: ended))")
+        }
+    }
+
+    @Test("group.shutdown() with handler listeners open returns promptly")
+    func shutdownWithHandlerListeners() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let group = try RingLoopGroup(count: 2, entries: 64)
+            let log = ListenerLog()
+            let ringLog = ListenerLog()
+            var options = IOListener.Options()
+            options.reusePort = true
+            let onQueue = try IOListener(
+                host: "127.0.0.1",
+                port: 0,
+                options: options,
+                group: group,
+                queue: DispatchQueue(label: "listener-async-tests"),
+                handler: log.handler
+            )
+            let onRing = try IOListener(host: "127.0.0.1", port: 0, queue: group.rings[1], handler: ringLog.handler)
+            let clients =
+                try connectClients(4, "127.0.0.1", onQueue.port) + connectClients(4, "127.0.0.1", onRing.port)
+            defer {
+                for fd in clients { close(fd) }
+                log.closeAll()
+                ringLog.closeAll()
+            }
+            #expect(await waitUntil { log.accepted.count == 4 && ringLog.accepted.count == 4 })
+
+            let elapsed = await Self.shutDown(group)
+            #expect(elapsed != nil, "group.shutdown() did not return within 10 s")
+            #expect(elapsed.map { $0 < .seconds(5) } ?? false, "group.shutdown() took \(String(describing: elapsed))")
+            withExtendedLifetime((onQueue, onRing)) {}
+        }
+    }
+
+    @Test("group.shutdown() while a task iterates connections(): shutdown returns, the iteration throws ECANCELED")
+    func shutdownWithAsyncListener() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let group = try RingLoopGroup(count: 2, entries: 64)
+            var options = IOListener.Options()
+            options.reusePort = true
+            let listener = try IOListener(host: "127.0.0.1", port: 0, options: options, group: group)
+            let served = Counter()
+            let connectionEnds = Recorder<String>()
+            let iteration = Task(executorPreference: testTaskExecutor) { () async throws -> Int in
+                try await withThrowingDiscardingTaskGroup { tasks in
+                    for try await connection in listener.connections() {
+                        tasks.addTask(executorPreference: connection.ring.taskExecutor) {
+                            served.increment()
+                            do {
+                                _ = try await connection.channel.read(length: 100)
+                                connectionEnds.append("read")
+                            } catch {
+                                connectionEnds.append("\(error)")
+                            }
+                        }
+                    }
+                }
+                return served.count
+            }
+            let clients = try connectClients(2, "127.0.0.1", listener.port)
+            defer { for fd in clients { close(fd) } }
+            #expect(await waitUntil { served.count == 2 })
+            await pause(milliseconds: 50)  // the iteration waits for the next one
+
+            let elapsed = await Self.shutDown(group)
+            #expect(elapsed != nil, "group.shutdown() did not return within 10 s")
+            #expect(elapsed.map { $0 < .seconds(5) } ?? false, "group.shutdown() took \(String(describing: elapsed))")
+            let outcome = await bounded(seconds: 10) { try await iteration.value }
+            switch outcome {
+            case .failure(let error as Errno)?: #expect(error == .canceled)
+            default: Issue.record("the iteration did not throw ECANCELED: \(String(describing: outcome))")
+            }
+            #expect(connectionEnds.all == ["\(Errno.canceled)", "\(Errno.canceled)"], "\(connectionEnds.all)")
+            // Nothing leaks: the connections' sockets are closed.
+            let ended = await onThread { clients.filter { seesEndOfStream($0) }.count }
+            #expect(ended == 2, "clients that saw the end of the stream after the shutdown: \(ended)")
+            #expect(listener.openConnections == 0)
+        }
+    }
+
+    /// Shuts `group` down from a dispatch thread; its duration, or nil when it did not return
+    /// within 10 s (the thread is then left behind, so the suite goes on).
+    private static func shutDown(_ group: RingLoopGroup) async -> Duration? {
+        let returned = Atomic<Bool>(false)
+        let started = ContinuousClock.now
+        DispatchQueue.global().async {
+            group.shutdown()
+            returned.store(true, ordering: .releasing)
+        }
+        guard await waitUntil(seconds: 10, { returned.load(ordering: .acquiring) }) else { return nil }
+        return ContinuousClock.now - started
+    }
+
+    // MARK: Preconditions
+
+    @Test("connectionClosed() on a listener made for connections() is a precondition failure")
+    func connectionClosedOnAsyncListener() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let ring = try RingLoop(entries: 8)
+            let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
+            listener.connectionClosed()
+        }
+        let output = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(output.contains("the async listener counts its connections itself"), "stderr: \(output)")
+    }
+
+    @Test("connections() on a listener with a handler is a precondition failure")
+    func connectionsOnHandlerListener() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let ring = try RingLoop(entries: 8)
+            let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { _ in }
+            _ = listener.connections()
+        }
+        let output = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(output.contains("this listener hands its connections to its handler"), "stderr: \(output)")
+    }
+}
