@@ -26,6 +26,10 @@ let package = Package(
         // The throughput comparison only: its command line, and the SwiftNIO baselines.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // The throughput comparison's Hummingbird 2 baseline (hummingbird-server). Its default
+        // traits are off: swift-configuration support and full Foundation serve nothing here,
+        // and every clean build (CI's) would compile them.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
     targets: [
         .executableTarget(
@@ -95,6 +99,7 @@ let package = Package(
                 "file-read",
                 "dispatch-echo-server",
                 "nio-server",
+                "hummingbird-server",
                 "uring-echo-server",
                 .product(name: "echo-server", package: "RingIO"),
                 .product(name: "http-server", package: "RingIO"),
@@ -131,7 +136,8 @@ let package = Package(
             dependencies: ["ThroughputSupport"],
             path: "Throughput/DispatchEchoServer"
         ),
-        // Baselines: SwiftNIO echo and HTTP/1.1 hello servers on one event loop.
+        // Baselines: SwiftNIO echo (channel handlers, or NIOAsyncChannel with `--api async`) and
+        // HTTP/1.1 hello servers on one event loop.
         .executableTarget(
             name: "nio-server",
             dependencies: [
@@ -141,6 +147,17 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Throughput/NIOServer"
+        ),
+        // Baselines: a Hummingbird 2 HTTP/1.1 hello server (a Router, GET /) on one event loop.
+        .executableTarget(
+            name: "hummingbird-server",
+            dependencies: [
+                "ThroughputSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Throughput/HummingbirdServer"
         ),
         // Baselines: the physical reference, a minimal C liburing echo server (multishot accept
         // and recv into a provided buffer ring, sends straight from the received buffers).

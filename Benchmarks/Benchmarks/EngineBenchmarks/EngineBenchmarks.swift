@@ -84,18 +84,23 @@ let benchmarks: @Sendable () -> Void = {
     // and DispatchIO (stream channels, low water 1).
 
     // One ring: both ends on one thread, so its malloc count per round trip is deterministic
-    // and checked (run-threshold-check.sh); the others are reports.
+    // and checked (run-threshold-check.sh), with the server on handlers and as a task on the
+    // ring (async/await must allocate no more than the handlers); the others are reports.
+    // AsyncServerOffRing is the same task without the ring's executor: every await hops.
     let pingPongs: [(String, () throws -> any PingPong)] = [
         ("PingPong64B_RingIOChannelOnRings", { try RingIOPingPong(.handlersOnTwoRings) }),
         ("PingPong64B_RingIOChannelOnOneRing", { try RingIOPingPong(.handlersOnOneRing) }),
         ("PingPong64B_RingIOChannelOnDispatchQueues", { try RingIOPingPong(.handlersOnDispatchQueues) }),
+        ("PingPong64B_RingIOAsyncServerOnOneRing", { try RingIOPingPong(.asyncServerOnOneRing) }),
+        ("PingPong64B_RingIOAsyncServerOffRing", { try RingIOPingPong(.asyncServerOffRing) }),
         ("PingPong64B_DispatchSource", { DispatchSourcePingPong() }),
         ("PingPong64B_DispatchIO", { DispatchIOPingPong() }),
     ]
+    let checkedPingPongs = ["PingPong64B_RingIOChannelOnOneRing", "PingPong64B_RingIOAsyncServerOnOneRing"]
     for (name, make) in pingPongs {
         registerIOBenchmark(
             name,
-            configuration: name == "PingPong64B_RingIOChannelOnOneRing"
+            configuration: checkedPingPongs.contains(name)
                 ? checkedIO(scalingFactor: .kilo) : reportedIO(scalingFactor: .kilo),
             make: { try PingPongFixture(make()) },
             body: { benchmark, fixture in

@@ -24,6 +24,13 @@ final class RingIOPingPong: PingPong, @unchecked Sendable {
         case handlersOnOneRing
         /// Each end on a ring of its own, handlers on a serial DispatchQueue per end.
         case handlersOnDispatchQueues
+        /// Both ends on one ring; the server is a task on the ring's task executor running
+        /// `for try await data in reads() { try await write(data) }`, the client handlers on the
+        /// ring: everything on one thread, the server through Swift concurrency.
+        case asyncServerOnOneRing
+        /// As `asyncServerOnOneRing`, with the server task on the global concurrent executor
+        /// (no preference): every await hops between the ring and the cooperative pool.
+        case asyncServerOffRing
     }
 
     // MARK: Immutable after init
@@ -38,16 +45,21 @@ final class RingIOPingPong: PingPong, @unchecked Sendable {
         check(error == nil, "RingIO ping-pong: write failed: \(error!)")
     }
 
+    /// The async server's task, for the async placements.
+    private let serverTask: Task<Void, Never>?
+
     // MARK: Client queue only
     private var client = PingPongClient()
 
     init(_ placement: Placement) throws {
         let clientRing = try RingLoop()
-        let serverRing = placement == .handlersOnOneRing ? clientRing : try RingLoop()
+        let serverRing =
+            [.handlersOnOneRing, .asyncServerOnOneRing, .asyncServerOffRing].contains(placement)
+            ? clientRing : try RingLoop()
         self.rings = clientRing === serverRing ? [clientRing] : [clientRing, serverRing]
         let serverQueue: any IOQueue
         switch placement {
-        case .handlersOnTwoRings, .handlersOnOneRing:
+        case .handlersOnTwoRings, .handlersOnOneRing, .asyncServerOnOneRing, .asyncServerOffRing:
             self.clientQueue = clientRing
             serverQueue = serverRing
         case .handlersOnDispatchQueues:
@@ -82,13 +94,30 @@ final class RingIOPingPong: PingPong, @unchecked Sendable {
 
         let server = self.serverChannel
         let ignoreWrite = self.ignoreWrite
-        server.read(offset: 0, length: Int.max, queue: serverQueue) { _, data, error in
-            check(
-                error == nil || error == .canceled,
-                "RingIO ping-pong: server read failed: \(error!)"
-            )
-            if let data, !data.isEmpty {
-                server.write(offset: 0, data: data, queue: serverQueue, handler: ignoreWrite)
+        switch placement {
+        case .asyncServerOnOneRing, .asyncServerOffRing:
+            let echo: @Sendable () async -> Void = {
+                do throws(Errno) {
+                    for try await data in server.reads() {
+                        try await server.write(data)
+                    }
+                } catch {
+                    check(error == .canceled, "RingIO ping-pong: async server failed: \(error)")
+                }
+            }
+            self.serverTask =
+                placement == .asyncServerOnOneRing
+                ? Task(executorPreference: serverRing.taskExecutor, operation: echo) : Task(operation: echo)
+        case .handlersOnTwoRings, .handlersOnOneRing, .handlersOnDispatchQueues:
+            self.serverTask = nil
+            server.read(offset: 0, length: Int.max, queue: serverQueue) { _, data, error in
+                check(
+                    error == nil || error == .canceled,
+                    "RingIO ping-pong: server read failed: \(error!)"
+                )
+                if let data, !data.isEmpty {
+                    server.write(offset: 0, data: data, queue: serverQueue, handler: ignoreWrite)
+                }
             }
         }
         // Strong capture: the client's read holds the fixture until `close` stops it.

@@ -2,13 +2,17 @@
 // RingIO — throughput comparison: the SwiftNIO baselines, an echo server and an HTTP/1.1
 // "Hello, World!" server, on one event loop.
 //
-//   nio-server --protocol echo|http --port P [--host 127.0.0.1]
+//   nio-server --protocol echo|http [--api handlers|async] --port P [--host 127.0.0.1]
 //
 // Written the way NIO's own examples are (NIOEchoServer, NIOHTTP1Server), tuned as NIO's
 // authors would: the default allocator and read settings, flush once per read burst, and for
 // HTTP a response head that is built once a second and only referenced per request.
+// `--api async` (echo only) is NIO's async/await server as its documentation writes it
+// (NIOCore's "swift-concurrency" article, NIOTCPEchoServer): NIOAsyncChannel connections from
+// `ServerBootstrap.bind`, a task each in a discarding task group.
 //===----------------------------------------------------------------------===//
 
+import Dispatch
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -27,7 +31,16 @@ struct Options {
         case http
     }
 
+    /// How connections are served (the names of RingIO's example servers' `--api`).
+    enum API: String {
+        /// Channel handlers on the event loop.
+        case handlers
+        /// `NIOAsyncChannel` and a task per connection.
+        case async
+    }
+
     var servedProtocol: ServedProtocol?
+    var api = API.handlers
     var host = "127.0.0.1"
     var port: Int?
 
@@ -41,6 +54,9 @@ struct Options {
             case "--protocol":
                 guard let served = ServedProtocol(rawValue: value) else { usage("--protocol must be echo or http") }
                 options.servedProtocol = served
+            case "--api":
+                guard let api = API(rawValue: value) else { usage("--api must be handlers or async") }
+                options.api = api
             case "--port":
                 guard let port = UInt16(value) else { usage("--port must be a number from 0 to 65535") }
                 options.port = Int(port)
@@ -54,6 +70,9 @@ struct Options {
         }
         guard options.servedProtocol != nil else { usage("--protocol is required") }
         guard options.port != nil else { usage("--port is required") }
+        guard options.api == .handlers || options.servedProtocol == .echo else {
+            usage("--api async serves --protocol echo only")
+        }
         return options
     }
 }
@@ -64,7 +83,9 @@ func printError(_ message: String) {
 }
 
 func usage(_ message: String) -> Never {
-    printError("\(message)\nusage: nio-server --protocol echo|http --port P [--host 127.0.0.1]")
+    printError(
+        "\(message)\nusage: nio-server --protocol echo|http [--api handlers|async] --port P [--host 127.0.0.1]"
+    )
     exit(2)
 }
 
@@ -99,6 +120,33 @@ final class EchoHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
+    }
+}
+
+// MARK: - Echo, async/await
+
+/// Serves the connections `server` accepts, each in a child task of a discarding task group
+/// (which reaps a connection's task when it ends), until the listening channel closes. The
+/// tasks run on Swift's global concurrent executor; NIO's event loop does the I/O and hands
+/// each read to its connection's task, and each write back.
+func serveAsyncEcho(_ server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>) async throws {
+    try await withThrowingDiscardingTaskGroup { group in
+        try await server.executeThenClose { connections in
+            for try await connection in connections {
+                group.addTask {
+                    do {
+                        try await connection.executeThenClose { inbound, outbound in
+                            for try await buffer in inbound {
+                                try await outbound.write(buffer)
+                            }
+                        }
+                    } catch {
+                        // A reset, or a write after the peer left: that connection is closed,
+                        // and only it.
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -229,20 +277,36 @@ func raiseOpenFileLimit() {
     _ = setrlimit(resource, &limit)
 }
 
+/// The listening socket's and the connections' options, whichever the API.
+func makeBootstrap(_ group: MultiThreadedEventLoopGroup) -> ServerBootstrap {
+    ServerBootstrap(group: group)
+        .serverChannelOption(.backlog, value: 4096)
+        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+        .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+}
+
+/// Prints the address `channel` listens on (the harness waits for the port to accept).
+func announce(_ channel: any Channel, _ options: Options) {
+    let address = channel.localAddress
+    print("listening on \(address?.ipAddress ?? options.host):\(address?.port ?? options.port!)")
+    fflush(nil)  // all streams: stdout is a global var, not concurrency-safe to name
+}
+
 /// Starts the server and serves until SIGINT/SIGTERM, which exit at once.
 func run(_ options: Options) -> Never {
     raiseOpenFileLimit()
     for number in [SIGINT, SIGTERM] {
         signal(number) { _ in _exit(0) }  // async-signal-safe; nothing is left to flush
     }
+    // One event loop thread, whichever the API: the I/O of every connection is on it.
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    if options.api == .async {
+        runAsyncEcho(group, options)
+    }
     let served = options.servedProtocol!
     let cache = try! group.next().submit { ResponseHeadCache.make(on: group.next()) }.wait()
 
-    let bootstrap = ServerBootstrap(group: group)
-        .serverChannelOption(.backlog, value: 4096)
-        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-        .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+    let bootstrap = makeBootstrap(group)
         // Echo: see EOF as an event, so that what is queued is still written back. HTTP keeps
         // NIO's default (close on EOF), as NIO's HTTP server example does.
         .childChannelOption(.allowRemoteHalfClosure, value: served == .echo)
@@ -265,10 +329,33 @@ func run(_ options: Options) -> Never {
         printError("cannot listen on \(options.host):\(options.port!): \(error)")
         exit(1)
     }
-    let address = channel.localAddress
-    print("listening on \(address?.ipAddress ?? options.host):\(address?.port ?? options.port!)")
-    fflush(nil)  // all streams: stdout is a global var, not concurrency-safe to name
+    announce(channel, options)
     try? channel.closeFuture.wait()
+    exit(0)
+}
+
+/// `--api async`: binds with NIO's async `bind`, each accepted channel wrapped in a
+/// `NIOAsyncChannel<ByteBuffer, ByteBuffer>` before it registers (so no read is lost), and
+/// serves from a task on Swift's global executor while this thread waits. NIO's defaults
+/// otherwise, as its documentation's server: close on EOF, the inbound stream's watermarks.
+func runAsyncEcho(_ group: MultiThreadedEventLoopGroup, _ options: Options) -> Never {
+    let finished = DispatchSemaphore(value: 0)
+    Task {
+        do {
+            let server = try await makeBootstrap(group).bind(host: options.host, port: options.port!) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+            announce(server.channel, options)
+            try await serveAsyncEcho(server)
+        } catch {
+            printError("cannot serve on \(options.host):\(options.port!): \(error)")
+            exit(1)
+        }
+        finished.signal()
+    }
+    finished.wait()
     exit(0)
 }
 

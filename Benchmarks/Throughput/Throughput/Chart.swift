@@ -8,8 +8,9 @@ import Foundation
 /// and its server CPU per operation over RingIO's, on a log₂ axis around RingIO (= 1).
 enum RatioChart {
     static let palette: [String: String] = [
-        "uring": "#4c78a8", "nio": "#f58518", "dispatch": "#e45756", "nginx": "#54a24b",
-        "dispatchio": "#e45756", "fio": "#4c78a8",
+        "ringio-async": "#72b7b2", "uring": "#4c78a8", "nio": "#f58518", "nio-async": "#ffbf79",
+        "dispatch": "#e45756", "nginx": "#54a24b", "hummingbird": "#b279a2", "dispatchio": "#e45756",
+        "fio": "#4c78a8",
     ]
     static let width = 960.0
     static let labelWidth = 330.0

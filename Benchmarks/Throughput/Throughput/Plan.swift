@@ -97,13 +97,19 @@ struct Timing: Sendable, Codable {
 enum Plan {
     static let echoServers: [ServerSpec] = [
         ServerSpec(key: "ringio", name: "RingIO") { binaries, port, _ in
-            [binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--queue", "ring"]
+            [binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers", "--queue", "ring"]
+        },
+        ServerSpec(key: "ringio-async", name: "RingIO async") { binaries, port, _ in
+            [binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--api", "async"]
         },
         ServerSpec(key: "uring", name: "C liburing") { binaries, port, _ in
             [binaries.path("uring-echo-server"), "--port", "\(port)"]
         },
         ServerSpec(key: "nio", name: "SwiftNIO") { binaries, port, _ in
             [binaries.path("nio-server"), "--protocol", "echo", "--port", "\(port)"]
+        },
+        ServerSpec(key: "nio-async", name: "SwiftNIO async") { binaries, port, _ in
+            [binaries.path("nio-server"), "--protocol", "echo", "--api", "async", "--port", "\(port)"]
         },
         ServerSpec(key: "dispatch", name: "Dispatch") { binaries, port, _ in
             [binaries.path("dispatch-echo-server"), "--port", "\(port)"]
@@ -113,10 +119,22 @@ enum Plan {
     static func httpServers(nginx: String?) -> [ServerSpec] {
         var servers = [
             ServerSpec(key: "ringio", name: "RingIO") { binaries, port, scratch in
-                [binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--root", scratch]
+                [
+                    binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers",
+                    "--root", scratch,
+                ]
+            },
+            ServerSpec(key: "ringio-async", name: "RingIO async") { binaries, port, scratch in
+                [
+                    binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "async",
+                    "--root", scratch,
+                ]
             },
             ServerSpec(key: "nio", name: "SwiftNIO") { binaries, port, _ in
                 [binaries.path("nio-server"), "--protocol", "http", "--port", "\(port)"]
+            },
+            ServerSpec(key: "hummingbird", name: "Hummingbird") { binaries, port, _ in
+                [binaries.path("hummingbird-server"), "--port", "\(port)"]
             },
         ]
         if let nginx {

@@ -53,14 +53,16 @@ struct TargetCheck: Codable {
 }
 
 extension RunReport {
-    /// The figure `key` (a server) reached on `workload` over RingIO's, medians: throughput
-    /// (`cpu == false`) or server CPU per operation.
-    func ratio(_ workload: String, _ key: String, cpu: Bool) -> Double? {
+    /// The figure `key` (a server) reached on `workload` over `base`'s (RingIO's, with completion
+    /// handlers, unless said), medians: throughput (`cpu == false`) or server CPU per operation.
+    func ratio(_ workload: String, _ key: String, over base: String = "ringio", cpu: Bool) -> Double? {
         guard let result = self.workloads.first(where: { $0.key == workload }),
-            let ringio = result.server("ringio"), let other = result.server(key)
+            let reference = result.server(base), let other = result.server(key)
         else { return nil }
         let (a, b) =
-            cpu ? (other.serverCPU, ringio.serverCPU) : (other.primary(result.primary), ringio.primary(result.primary))
+            cpu
+            ? (other.serverCPU, reference.serverCPU)
+            : (other.primary(result.primary), reference.primary(result.primary))
         guard let a, let b, b.median > 0 else { return nil }
         return a.median / b.median
     }
@@ -103,12 +105,39 @@ extension RunReport {
                 { $0 <= 1.1 }
             )
         }
+        // async/await on the rings (--api async) against the handler servers and the async peers.
+        for (workload, label) in [("echo-64B", "Echo 64 B"), ("echo-64KiB", "Echo 64 KiB ping-pong")] {
+            add(
+                "\(label): RingIO async's \(perRoundTrip) ≤ 1.2× RingIO's with completion handlers",
+                self.ratio(workload, "ringio-async", cpu: true),
+                { "RingIO async uses \(Format.ratio($0)) the handler server's CPU" },
+                { $0 <= 1.2 }
+            )
+        }
+        add(
+            "Echo 64 B: RingIO async's \(perRoundTrip) ≤ 0.7× SwiftNIO async's (NIOAsyncChannel)",
+            self.ratio("echo-64B", "ringio-async", over: "nio-async", cpu: true),
+            { "RingIO async uses \(Format.ratio($0)) SwiftNIO async's CPU" },
+            { $0 <= 0.7 }
+        )
         for (workload, label) in [("http-hello", "loadgen"), ("http-hello-wrk", "wrk")] {
             add(
                 "HTTP hello, keep-alive (\(label)): RingIO ≥ 1.0× nginx's requests/s (one worker)",
                 self.ratio(workload, "nginx", cpu: false).map { 1 / $0 },
                 { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
                 { $0 >= 1.0 }
+            )
+            add(
+                "HTTP hello, keep-alive (\(label)): RingIO async ≥ 3× Hummingbird's requests/s",
+                self.ratio(workload, "ringio-async", over: "hummingbird", cpu: false),
+                { "RingIO async serves \(Format.ratio($0)) Hummingbird's requests/s" },
+                { $0 >= 3 }
+            )
+            add(
+                "HTTP hello, keep-alive (\(label)): RingIO async ≥ 0.9× nginx's requests/s (one worker)",
+                self.ratio(workload, "ringio-async", over: "nginx", cpu: false),
+                { "RingIO async serves \(Format.ratio($0)) nginx's requests/s" },
+                { $0 >= 0.9 }
             )
         }
         add(
@@ -135,7 +164,7 @@ extension RunReport {
 
     var markdown: String {
         var text = """
-            # Throughput: RingIO beside SwiftNIO, Dispatch, a C liburing server, nginx and fio
+            # Throughput: RingIO beside SwiftNIO, Hummingbird, Dispatch, a C liburing server, nginx and fio
 
             - Command: `\(self.command)`
             - Machine: \(self.machine.cpu), \(self.machine.cpus) CPUs, \(Format.figure(self.machine.memoryGiB)) GiB, \
@@ -145,7 +174,8 @@ extension RunReport {
             \(Format.figure(self.timing.duration)) s after \(Format.figure(self.timing.warmup)) s of warm-up, \
             servers interleaved (A B C A B C …)
             - Figures are medians over the repetitions, with min–max in brackets. `× RingIO` divides a \
-            server's median by RingIO's from the same run: for throughput, below 1 is slower than RingIO; \
+            server's median by RingIO's (completion handlers on the ring; `RingIO async` is the same \
+            server with async/await) from the same run: for throughput, below 1 is slower than RingIO; \
             for server CPU per operation (from /proc), above 1 uses more CPU than RingIO. CPU per \
             operation is the steadier figure on a noisy machine.
 

@@ -18,17 +18,18 @@ import Glibc
 struct Throughput: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "throughput",
-        abstract: "RingIO's servers and file reads beside SwiftNIO, Dispatch, a C liburing server, nginx and fio.",
+        abstract:
+            "RingIO's servers and file reads beside SwiftNIO, Hummingbird, Dispatch, a C liburing server, nginx and fio.",
         discussion: """
             Starts every server pinned to one CPU and the load generator (or wrk, fio) on another, \
             runs each workload on the servers in turn (A B C A B C …), repeats, and writes a table of \
             medians with min–max and ratios to RingIO (Markdown, JSON, an SVG chart) to the output \
-            folder. Full run: about 10 minutes; --quick: under 2; --smoke: proves every piece works.
+            folder. Full run: about 15 minutes; --quick: about 2.5; --smoke: proves every piece works.
             nginx, wrk and fio join when installed (apt-get install -y nginx wrk fio).
             """
     )
 
-    @Flag(help: "Two short repetitions (under 2 minutes).")
+    @Flag(help: "Two short repetitions (about 2.5 minutes).")
     var quick = false
 
     @Flag(help: "One very short repetition, a 64 MiB file, 500 idle connections: checks the harness (CI).")
@@ -146,7 +147,7 @@ struct Throughput: ParsableCommand {
         let directory = URL(fileURLWithPath: executable).deletingLastPathComponent().path
         let needed = [
             "loadgen", "file-read", "echo-server", "http-server", "uring-echo-server", "nio-server",
-            "dispatch-echo-server",
+            "hummingbird-server", "dispatch-echo-server",
         ]
         let missing = needed.filter { access("\(directory)/\($0)", X_OK) != 0 }
         guard missing.isEmpty else {
