@@ -129,7 +129,8 @@ struct ChannelAsyncTests {
         let data = fragmentedRope(sent.count, seed: 33, maxRegion: 5_000)
         let outcome = Outcome(await bounded { try await channel.write(data) }.map { $0.map { [] } })
         #expect(outcome == .bytes([]), "\(outcome)")
-        try #require(await eventuallyAsync { received.withLock { $0 != nil } })
+        let holds1 = await eventuallyAsync { received.withLock { $0 != nil } }
+        try #require(holds1)
         expectSameBytes(received.withLock { $0 } ?? [], sent)
         channel.close()
         await cleanup.expectOnceAsync(nil)
@@ -182,7 +183,8 @@ struct ChannelAsyncTests {
             }
         }
         writeAll(writer, bytes("abc"))
-        #expect(await eventuallyAsync { seen.withLock { $0 } == bytes("abc") })
+        let holds2 = await eventuallyAsync { seen.withLock { $0 } == bytes("abc") }
+        #expect(holds2)
         task.cancel()
         let outcome = Outcome(await bounded { try await task.value }.map { $0.map { [] } })
         #expect(outcome == .error(.canceled), "\(outcome)")

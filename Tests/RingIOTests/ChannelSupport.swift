@@ -484,6 +484,14 @@ final class CleanupLog: Sendable {
 
 // MARK: - Waiting, bounded
 
+// Never write `#expect(await f { … })` or `#require(await f { … })`: await into a local
+// first (`let holds = await f { … }; #expect(holds)`). With Swift 6.3.1, inside a
+// `withTaskExecutorPreference` body, such an `#expect` made a later call of the same kind of
+// function with another trailing closure (`await waitUntil { B }`) run the *first* closure
+// instead — B never ran, and the wait returned A's answer. Tests passed that checked nothing.
+// Seen with a plain actor and a dispatch-backed task executor, no RingIO involved; `.ci/run`
+// rejects the pattern.
+
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))

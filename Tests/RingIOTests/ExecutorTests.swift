@@ -384,7 +384,8 @@ struct ExecutorTests {
 
             // From the ring thread: tasks started by the actor itself.
             await log.startAppending(0..<count)
-            #expect(await waitUntil { await log.entries.count >= count })
+            let holds1 = await waitUntil { await log.entries.count >= count }
+            #expect(holds1)
             // From another thread: tasks started in order by an actor on another ring, each
             // hopping onto the ring actor.
             await OtherRingStarter(ring: other).startAppending(count..<2 * count, to: log)
@@ -430,7 +431,8 @@ struct ExecutorTests {
                 // The hop enqueues right after the flag; give it ample time.
                 usleep(200_000)
             }
-            #expect(await waitUntil { await log.entries.count >= 2 })
+            let holds2 = await waitUntil { await log.entries.count >= 2 }
+            #expect(holds2)
             let entries = await log.entries
             #expect(entries == [1, 2], "the job enqueued first ran second")
         }
@@ -473,7 +475,8 @@ struct ExecutorTests {
                 }
                 fromHandler.withLock { $0 = entries }
             }
-            #expect(await waitUntil { fromHandler.withLock { $0 != nil } })
+            let holds3 = await waitUntil { fromHandler.withLock { $0 != nil } }
+            #expect(holds3)
             #expect(fromHandler.withLock { $0 } == [7, 8, 9])
             #expect(await log.offRing == 0)
             await pair.finish()
@@ -602,7 +605,8 @@ struct ExecutorTests {
                 }
             }
             writeAll(pair.peer, bytes("abc"))
-            #expect(await waitUntil { seen.withLock { $0 } == bytes("abc") })
+            let holds4 = await waitUntil { seen.withLock { $0 } == bytes("abc") }
+            #expect(holds4)
             let cancelled = ContinuousClock.now
             task.cancel()
             let outcome = Outcome(await bounded { try await task.value })

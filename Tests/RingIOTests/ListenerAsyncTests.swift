@@ -235,7 +235,8 @@ struct ListenerAsyncTests {
             let counts = perRing.map(\.count)
             #expect(counts.reduce(0, +) == total)
             #expect(counts.allSatisfy { $0 >= total / 10 }, "connections per ring: \(counts)")
-            #expect(await waitUntil { listener.openConnections == 0 }, "open: \(listener.openConnections)")
+            let holds1 = await waitUntil { listener.openConnections == 0 }
+            #expect(holds1, "open: \(listener.openConnections)")
         }
     }
 
@@ -271,7 +272,8 @@ struct ListenerAsyncTests {
             // All eight complete the handshake (the backlog holds them); four are served.
             let clients = try connectClients(8, "127.0.0.1", listener.port)
             defer { for fd in clients { close(fd) } }
-            #expect(await waitUntil { live.served >= 4 }, "served: \(live.served)")
+            let holds2 = await waitUntil { live.served >= 4 }
+            #expect(holds2, "served: \(live.served)")
             await pause(milliseconds: 300)
             #expect(live.served == 4, "served past the cap of 4")
             #expect(listener.openConnections == 4)
@@ -287,7 +289,8 @@ struct ListenerAsyncTests {
             // The served clients leave: their tasks end, their channels close, and the listener
             // accepts the others.
             for fd in served { shutdown(fd, Int32(SHUT_WR)) }
-            #expect(await waitUntil { live.served == 8 }, "served after the first four left: \(live.served)")
+            let holds3 = await waitUntil { live.served == 8 }
+            #expect(holds3, "served after the first four left: \(live.served)")
             let waiting = clients.filter { !served.contains($0) }
             #expect(
                 await waitUntil { waiting.allSatisfy { pendingBytes($0) > 0 } },
@@ -295,10 +298,12 @@ struct ListenerAsyncTests {
             )
             #expect(live.most <= 4, "live at once: \(live.most)")
             for fd in waiting { shutdown(fd, Int32(SHUT_WR)) }
-            #expect(await waitUntil { listener.openConnections == 0 }, "open: \(listener.openConnections)")
+            let holds4 = await waitUntil { listener.openConnections == 0 }
+            #expect(holds4, "open: \(listener.openConnections)")
 
             listener.close()
-            #expect(await bounded(seconds: 10) { await server.value } != nil, "connections() did not end after close()")
+            let holds5 = await bounded(seconds: 10) { await server.value } != nil
+            #expect(holds5, "connections() did not end after close()")
         }
     }
 
@@ -332,7 +337,8 @@ struct ListenerAsyncTests {
             let clients = try connectClients(6, "127.0.0.1", port)
             defer { for fd in clients { close(fd) } }
             for fd in clients { writeAll(fd, bytes("x")) }
-            #expect(await waitUntil { started.count == 6 }, "handlers started: \(started.count)")
+            let holds6 = await waitUntil { started.count == 6 }
+            #expect(holds6, "handlers started: \(started.count)")
             #expect(onRing.count == 6, "handlers on their connection's ring: \(onRing.count)")
 
             server.cancel()
@@ -342,8 +348,10 @@ struct ListenerAsyncTests {
             // serve closed each channel and the listener: the clients see the end, new ones are refused.
             let ended = await onThread { clients.filter { seesEndOfStream($0) }.count }
             #expect(ended == 6, "clients that saw the end of the stream: \(ended)")
-            #expect(await onThread { refusesConnections(port) }, "connections are still accepted")
-            #expect(await waitUntil { listener.openConnections == 0 }, "open: \(listener.openConnections)")
+            let holds7 = await onThread { refusesConnections(port) }
+            #expect(holds7, "connections are still accepted")
+            let holds8 = await waitUntil { listener.openConnections == 0 }
+            #expect(holds8, "open: \(listener.openConnections)")
         }
     }
 
@@ -358,7 +366,8 @@ struct ListenerAsyncTests {
             // Accepted before close(), not yet taken: still produced, then the end.
             let early = try connectClients(3, "127.0.0.1", port)
             defer { for fd in early { close(fd) } }
-            #expect(await waitUntil { listener.openConnections == 3 }, "accepted: \(listener.openConnections)")
+            let holds9 = await waitUntil { listener.openConnections == 3 }
+            #expect(holds9, "accepted: \(listener.openConnections)")
             listener.close()
             let drained = await bounded(seconds: 10) { () async throws -> Int in
                 var count = 0
@@ -369,7 +378,8 @@ struct ListenerAsyncTests {
                 return count
             }
             #expect(try drained?.get() == 3, "connections after close(): \(String(describing: drained))")
-            #expect(await onThread { refusesConnections(port) }, "connections are still accepted after close()")
+            let holds10 = await onThread { refusesConnections(port) }
+            #expect(holds10, "connections are still accepted after close()")
 
             // A task waiting in connections() when the listener is closed: its loop ends normally.
             let second = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
@@ -383,7 +393,8 @@ struct ListenerAsyncTests {
             }
             let late = try connectClients(1, "127.0.0.1", second.port)
             defer { for fd in late { close(fd) } }
-            #expect(await waitUntil { taken.count == 1 })
+            let holds11 = await waitUntil { taken.count == 1 }
+            #expect(holds11)
             await pause(milliseconds: 20)  // waiting for the next one
             second.close()
             let ended = await bounded(seconds: 10) { try await waiting.value }
@@ -415,7 +426,8 @@ struct ListenerAsyncTests {
                 log.closeAll()
                 ringLog.closeAll()
             }
-            #expect(await waitUntil { log.accepted.count == 4 && ringLog.accepted.count == 4 })
+            let holds12 = await waitUntil { log.accepted.count == 4 && ringLog.accepted.count == 4 }
+            #expect(holds12)
 
             let elapsed = await Self.shutDown(group)
             #expect(elapsed != nil, "group.shutdown() did not return within 10 s")
@@ -451,7 +463,8 @@ struct ListenerAsyncTests {
             }
             let clients = try connectClients(2, "127.0.0.1", listener.port)
             defer { for fd in clients { close(fd) } }
-            #expect(await waitUntil { served.count == 2 })
+            let holds13 = await waitUntil { served.count == 2 }
+            #expect(holds13)
             await pause(milliseconds: 50)  // the iteration waits for the next one
 
             let elapsed = await Self.shutDown(group)
