@@ -81,7 +81,7 @@ struct Throughput: ParsableCommand {
         }
         Harness.taskset = taskset
         let binaries = try Self.binaries()
-        let outputDirectory = self.output ?? Self.defaultOutput(binaries)
+        let outputDirectory = self.output ?? Self.defaultOutput()
         if self.renderOnly {
             let data = try Data(contentsOf: URL(fileURLWithPath: "\(outputDirectory)/throughput.json"))
             try Self.write(try JSONDecoder().decode(RunReport.self, from: data), to: outputDirectory)
@@ -159,10 +159,14 @@ struct Throughput: ParsableCommand {
         return Binaries(directory: directory)
     }
 
-    /// `<Benchmarks package>/Results` when run from its .build folder, else ./throughput-results.
-    static func defaultOutput(_ binaries: Binaries) -> String {
-        if let range = binaries.directory.range(of: "/.build") {
-            return String(binaries.directory[..<range.lowerBound]) + "/Results"
+    /// `<Benchmarks package>/Results` when the package's sources are where this binary was built
+    /// from (whatever `--scratch-path` was used), else ./throughput-results.
+    static func defaultOutput() -> String {
+        // #filePath: <Benchmarks package>/Throughput/Throughput/Throughput.swift
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        if FileManager.default.fileExists(atPath: package.appendingPathComponent("Package.swift").path) {
+            return package.appendingPathComponent("Results").path
         }
         return FileManager.default.currentDirectoryPath + "/throughput-results"
     }
