@@ -567,12 +567,9 @@ struct ExecutorTests {
                 Array(try await channel.read(length: 100))
             }
             await pause(milliseconds: 50)  // suspended in the read by now
-            let cancelled = ContinuousClock.now
             task.cancel()
             let outcome = Outcome(await bounded { try await task.value })
-            let elapsed = ContinuousClock.now - cancelled
             #expect(outcome == .error(.canceled), "\(outcome)")
-            #expect(elapsed < .seconds(5), "the cancelled read took \(elapsed) to end")
 
             // Bytes sent after the cancellation are for the next read.
             writeAll(pair.peer, bytes("after"))
@@ -607,12 +604,9 @@ struct ExecutorTests {
             writeAll(pair.peer, bytes("abc"))
             let holds4 = await waitUntil { seen.withLock { $0 } == bytes("abc") }
             #expect(holds4)
-            let cancelled = ContinuousClock.now
             task.cancel()
             let outcome = Outcome(await bounded { try await task.value })
-            let elapsed = ContinuousClock.now - cancelled
             #expect(outcome == .error(.canceled), "\(outcome)")
-            #expect(elapsed < .seconds(5), "the cancelled iteration took \(elapsed) to end")
             #expect(seen.withLock { $0 } == bytes("abc"))
 
             writeAll(pair.peer, bytes("next"))
@@ -652,12 +646,9 @@ struct ExecutorTests {
             }
             try #require(full, "the peer's socket buffer did not fill")
             await pause(milliseconds: 20)
-            let cancelled = ContinuousClock.now
             task.cancel()
             let outcome = Outcome(await bounded { try await task.value })
-            let elapsed = ContinuousClock.now - cancelled
             #expect(outcome == .error(.canceled), "\(outcome)")
-            #expect(elapsed < .seconds(5), "the cancelled write took \(elapsed) to end")
 
             // The channel still writes: the peer gets a prefix of the cancelled data (what the
             // kernel took), then the next write's bytes, nothing else.
@@ -789,17 +780,14 @@ struct ExecutorTests {
             await pause(milliseconds: 100)  // every task is suspended in its read
 
             let returned = Atomic<Bool>(false)
-            let started = ContinuousClock.now
             DispatchQueue.global().async {
                 group.shutdown()
                 returned.store(true, ordering: .releasing)
             }
             let shutDown = await waitUntil(seconds: 10) { returned.load(ordering: .acquiring) }
-            let elapsed = ContinuousClock.now - started
             #expect(shutDown, "group.shutdown() did not return within 10 s")
-            #expect(elapsed < .seconds(5), "group.shutdown() took \(elapsed)")
             for (index, task) in tasks.enumerated() {
-                let outcome = Outcome(await bounded(seconds: 5) { try await task.value })
+                let outcome = Outcome(await bounded { try await task.value })
                 #expect(outcome == .error(.canceled), "task \(index): \(outcome)")
             }
             withExtendedLifetime(channels) {}

@@ -431,7 +431,6 @@ struct ListenerAsyncTests {
 
             let elapsed = await Self.shutDown(group)
             #expect(elapsed != nil, "group.shutdown() did not return within 10 s")
-            #expect(elapsed.map { $0 < .seconds(5) } ?? false, "group.shutdown() took \(String(describing: elapsed))")
             withExtendedLifetime((onQueue, onRing)) {}
         }
     }
@@ -469,7 +468,6 @@ struct ListenerAsyncTests {
 
             let elapsed = await Self.shutDown(group)
             #expect(elapsed != nil, "group.shutdown() did not return within 10 s")
-            #expect(elapsed.map { $0 < .seconds(5) } ?? false, "group.shutdown() took \(String(describing: elapsed))")
             let outcome = await bounded(seconds: 10) { try await iteration.value }
             switch outcome {
             case .failure(let error as Errno)?: #expect(error == .canceled)
