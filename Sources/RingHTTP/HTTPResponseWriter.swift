@@ -89,9 +89,7 @@ public struct HTTPResponseWriter: Sendable {
     /// - Precondition: As ``serialize(_:for:)``.
     /// - Complexity: O(*h*) for *h* bytes of head; one allocation.
     public func serializeHead(_ response: HTTPResponse, for request: HTTPRequestHead? = nil) -> ByteRope {
-        let isHead = request?.method == .head
-        let status = response.status
-        let sendsBody = !isHead && !status.forbidsBody
+        let sendsBody = !(request?.method == .head) && !response.status.forbidsBody
         if sendsBody, let length = response.contentLength {
             precondition(
                 length == response.body.count,
@@ -99,20 +97,43 @@ public struct HTTPResponseWriter: Sendable {
             )
         }
 
-        // Which fields the caller set, and how much room the head needs.
+        // Which fields the caller set, and how much room the head needs at most.
         var own = _OwnFields()
         var capacity = 64 + 64 + 24  // status line, Content-Length and Connection, final CRLF
         for (name, value) in response.headers {
             own.note(name)
             capacity += name.utf8.count + value.utf8.count + 4
         }
-        capacity += status.reasonPhrase.utf8.count
+        capacity += response.status.reasonPhrase.utf8.count
         if let serverName = self.serverName { capacity += serverName.utf8.count + 10 }
         capacity += HTTPDate.length + 8
+        return self.writeHead(response, for: request, own: own, capacity: capacity)
+    }
 
+    /// The head written into a buffer of `capacity` bytes, for tests of the bound: a
+    /// `capacity` below the head's length traps instead of writing past the buffer.
+    ///
+    /// - Precondition: `capacity` is positive and at least the head's length.
+    package func serializeHead(_ response: HTTPResponse, for request: HTTPRequestHead?, capacity: Int) -> ByteRope {
+        precondition(capacity > 0, "capacity must be positive")
+        var own = _OwnFields()
+        for (name, _) in response.headers { own.note(name) }
+        return self.writeHead(response, for: request, own: own, capacity: capacity)
+    }
+
+    /// Formats the head into a temporary buffer of `capacity` bytes (on the stack when it is
+    /// small) and copies it into a rope. `_HeadOutput` checks every write against the end of
+    /// the buffer, so a `capacity` that underestimates the head traps, never overruns.
+    private func writeHead(
+        _ response: HTTPResponse,
+        for request: HTTPRequestHead?,
+        own: _OwnFields,
+        capacity: Int
+    ) -> ByteRope {
+        let status = response.status
         let closes = Self.closesConnection(response, for: request)
         return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { buffer in
-            var out = _HeadOutput(buffer.baseAddress!)
+            var out = _HeadOutput(buffer)
             out.write("HTTP/1.1 ")
             out.writeDecimal(status.code)
             out.write(" ")
@@ -127,13 +148,11 @@ public struct HTTPResponseWriter: Sendable {
                 switch self.date {
                 case .current:
                     out.write("Date: ")
-                    HTTPDate.writeNow(to: out.cursor)
-                    out.advance(HTTPDate.length)
+                    out.writeFixed(HTTPDate.length) { HTTPDate.writeNow(to: $0) }
                     out.write("\r\n")
                 case .fixed(let seconds):
                     out.write("Date: ")
-                    HTTPDate.write(secondsSince1970: seconds, to: out.cursor)
-                    out.advance(HTTPDate.length)
+                    out.writeFixed(HTTPDate.length) { HTTPDate.write(secondsSince1970: seconds, to: $0) }
                     out.write("\r\n")
                 case .omitted:
                     break
@@ -161,9 +180,7 @@ public struct HTTPResponseWriter: Sendable {
                 }
             }
             out.write("\r\n")
-            let written = out.cursor - buffer.baseAddress!
-            assert(written <= capacity, "response head overran its estimate")
-            return ByteRope(copying: UnsafeRawBufferPointer(rebasing: buffer[..<written]))
+            return ByteRope(copying: UnsafeRawBufferPointer(rebasing: buffer[..<out.count]))
         }
     }
 
@@ -226,21 +243,44 @@ private struct _OwnFields {
     }
 }
 
-/// Writes a response head into memory sized for it.
+/// Writes a response head into a buffer, never past its end.
+///
+/// Every write first claims its bytes: one comparison with the room left, a trap when they do
+/// not fit — in release builds too. The writer sizes the buffer from an upper bound of the
+/// head's length, so the check never fires unless that bound is wrong; if it is, the process
+/// stops rather than write past a stack buffer.
 private struct _HeadOutput {
-    private(set) var cursor: UnsafeMutableRawPointer
+    private let start: UnsafeMutableRawPointer
+    private let end: UnsafeMutableRawPointer
+    private var cursor: UnsafeMutableRawPointer
 
-    init(_ start: UnsafeMutableRawPointer) {
-        self.cursor = start
+    /// - Precondition: `buffer` has a base address (a positive count).
+    init(_ buffer: UnsafeMutableRawBufferPointer) {
+        self.start = buffer.baseAddress!
+        self.end = self.start + buffer.count
+        self.cursor = self.start
     }
 
-    mutating func advance(_ count: Int) {
-        self.cursor += count
+    /// The bytes written so far.
+    var count: Int { self.cursor - self.start }
+
+    /// Checks that `count` more bytes fit.
+    @inline(__always)
+    private func claim(_ count: Int) {
+        precondition(count <= self.end - self.cursor, "HTTPResponseWriter: the response head overran its buffer")
     }
 
     mutating func write(_ text: StaticString) {
+        self.claim(text.utf8CodeUnitCount)
         self.cursor.copyMemory(from: text.utf8Start, byteCount: text.utf8CodeUnitCount)
         self.cursor += text.utf8CodeUnitCount
+    }
+
+    /// Exactly `count` bytes, written by `body` at the cursor.
+    mutating func writeFixed(_ count: Int, _ body: (UnsafeMutableRawPointer) -> Void) {
+        self.claim(count)
+        body(self.cursor)
+        self.cursor += count
     }
 
     mutating func writeDecimal(_ value: Int) {
@@ -251,6 +291,7 @@ private struct _HeadOutput {
             digits += 1
             rest /= 10
         }
+        self.claim(digits)
         var remaining = value
         for index in stride(from: digits - 1, through: 0, by: -1) {
             self.cursor.storeBytes(
@@ -274,13 +315,13 @@ private struct _HeadOutput {
 
     /// A field value or reason phrase: CR, LF and NUL become spaces.
     mutating func writeValue(_ text: String) {
-        let start = self.cursor
         var text = text
         let count = text.withUTF8 { utf8 in
-            if let base = utf8.baseAddress { start.copyMemory(from: base, byteCount: utf8.count) }
+            self.claim(utf8.count)
+            if let base = utf8.baseAddress { self.cursor.copyMemory(from: base, byteCount: utf8.count) }
             return utf8.count
         }
-        let bytes = start.assumingMemoryBound(to: UInt8.self)
+        let bytes = self.cursor.assumingMemoryBound(to: UInt8.self)
         for index in 0..<count where bytes[index] == _Syntax.cr || bytes[index] == _Syntax.lf || bytes[index] == 0 {
             bytes[index] = _Syntax.space
         }

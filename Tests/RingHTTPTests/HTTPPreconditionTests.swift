@@ -72,4 +72,17 @@ struct HTTPPreconditionTests {
             "HTTP response header name \"Bad Name\" is not a token"
         )
     }
+
+    @Test("A response head longer than its buffer traps instead of writing past it")
+    func headOverrun() async {
+        expectMessage(
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                let writer = HTTPResponseWriter(serverName: "RingIO", date: .fixed(secondsSince1970: 0))
+                let response = HTTPResponse(headers: [("X-Value", String(repeating: "v", count: 300))])
+                let length = writer.serializeHead(response).count
+                _ = writer.serializeHead(response, for: nil, capacity: length - 1)
+            },
+            "HTTPResponseWriter: the response head overran its buffer"
+        )
+    }
 }

@@ -167,6 +167,73 @@ struct HTTPResponseWriterTests {
         #expect(text(bytes) == "HTTP/1.1 200 OK\r\nX-Big: \(value)\r\nX-Small: s\r\nContent-Length: 0\r\n\r\n")
     }
 
+    @Test("Huge and many fields: every byte where it belongs, nothing past the head's buffer")
+    func hugeHeads() throws {
+        // Each case stresses one term of the writer's size estimate: a 1 MiB value, 10,000
+        // fields, a long server name and reason phrase, 19-digit lengths, HTTP/1.0 keep-alive.
+        var generator = SeededGenerator(seed: 13)
+        let scalars: [Unicode.Scalar] = ["a", "b", "\r", "\n", "\u{0}", " ", "é"]
+        let request10 = try requestHead("HEAD / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let long = String(repeating: "x", count: 1 << 20)
+        var many: [(name: String, value: String)] = []
+        for index in 0..<10_000 {
+            let length = Int(generator.next() % 64)
+            var value = String.UnicodeScalarView()
+            for _ in 0..<length { value.append(scalars.randomElement(using: &generator)!) }
+            many.append(("X-\(index)", String(value)))
+        }
+        var maximal = HTTPResponse(
+            status: HTTPStatus(code: 999, reasonPhrase: String(repeating: "R", count: 70_000)),
+            headers: [("X-Long", long)] + many
+        )
+        maximal.contentLength = Int.max
+        let longServer = String(repeating: "S", count: 100_000)
+        let cases: [(HTTPResponseWriter, HTTPResponse, HTTPRequestHead?)] = [
+            (HTTPResponseWriter(serverName: longServer, date: .fixed(secondsSince1970: 0)), maximal, request10),
+            (HTTPResponseWriter(serverName: "", date: .fixed(secondsSince1970: .max)), maximal, request10),
+            (HTTPResponseWriter(serverName: nil, date: .omitted), HTTPResponse(headers: many), nil),
+            (HTTPResponseWriter(serverName: nil, date: .omitted), HTTPResponse(headers: [("X-Long", long)]), nil),
+        ]
+        for (writer, response, request) in cases {
+            let head = text(writer.serializeHead(response, for: request))
+            // The same head, built independently.
+            var expected = "HTTP/1.1 \(response.status.code) \(response.status.reasonPhrase)\r\n"
+            if let serverName = writer.serverName { expected += "Server: \(serverName)\r\n" }
+            switch writer.date {
+            case .current: Issue.record("a fixed date keeps the comparison exact")
+            case .fixed(let seconds): expected += "Date: \(HTTPDate.string(secondsSince1970: seconds))\r\n"
+            case .omitted: break
+            }
+            for (name, value) in response.headers {
+                var cleaned = String.UnicodeScalarView()
+                for scalar in value.unicodeScalars {
+                    cleaned.append(scalar == "\r" || scalar == "\n" || scalar == "\u{0}" ? " " : scalar)
+                }
+                expected += "\(name): \(cleaned)\r\n"
+            }
+            expected += "Content-Length: \(response.contentLength ?? response.body.count)\r\n"
+            if request?.version == .http1_0 { expected += "Connection: keep-alive\r\n" }
+            expected += "\r\n"
+            #expect(head.utf8.count == expected.utf8.count)
+            #expect(head == expected)
+        }
+    }
+
+    @Test("A buffer of exactly the head's length is enough; the bound is the buffer's end")
+    func exactCapacity() throws {
+        let request = try requestHead("GET / HTTP/1.0\r\n\r\n")
+        let responses = [
+            self.hello(),
+            HTTPResponse(status: .notModified, headers: [("ETag", "\"x\"")]),
+            HTTPResponse(headers: [("X-Big", String(repeating: "v", count: 5_000))], closeConnection: true),
+        ]
+        for response in responses {
+            let head = self.writer.serializeHead(response, for: request)
+            let exact = self.writer.serializeHead(response, for: request, capacity: head.count)
+            #expect(Array(exact) == Array(head))
+        }
+    }
+
     @Test("The current date: 29 bytes of IMF-fixdate, in the Date field")
     func currentDate() {
         let now = HTTPDate.now
