@@ -13,7 +13,7 @@ import Glibc
 #endif
 
 /// A ring with 4 receive buffers of 256 bytes: a few kilobytes exhaust them.
-@Suite("IOChannel: receive buffers exhausted")
+@Suite("IOChannel: receive buffers exhausted", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct ChannelBufferExhaustionTests {
     /// Byte `i` of every test stream.
     private static func pattern(_ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: index % 251) }

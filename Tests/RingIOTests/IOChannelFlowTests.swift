@@ -12,7 +12,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("IOChannel: back-pressure")
+@Suite("IOChannel: back-pressure", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct IOChannelFlowTests {
     /// Writes a recognisable pattern (byte i of the stream is i % 251) into a non-blocking
     /// socket until it would block for `quiet`, or `limit` bytes are written; returns the count.

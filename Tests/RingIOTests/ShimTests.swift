@@ -2,7 +2,9 @@
 // RingIO — tests of the liburing shim and the module surface.
 //===----------------------------------------------------------------------===//
 
+import Dispatch
 import RingIO
+import Synchronization
 import SystemPackage
 import Testing
 
@@ -15,12 +17,27 @@ struct ShimTests {
         #expect(rope.regionCount == 2)
     }
 
-    @Test("liburing sets up a ring through the shim, or names the kernel's refusal")
-    func ringSetUp() {
-        if let error = _RingIOTesting.ringSetUpError() {
-            // Where io_uring is unavailable the kernel answers with one of these; anything
-            // else means the shim or our call is wrong.
-            #expect([Errno.noFunction, .notPermitted, .noMemory].contains(error.errno))
+    @Test("liburing sets up a ring through the shim, with the sizes asked", .enabled(if: ringIsAvailable))
+    func ringSetUp() throws {
+        let ring = try RingLoop(entries: 4)
+        defer { ring.shutdown() }
+        #expect(ring.setup.submissionEntries == 4)
+        #expect(ring.setup.completionEntries == 16)
+        let ran = DispatchSemaphore(value: 0)
+        let onRing = Atomic<Bool>(false)
+        ring.enqueue {
+            onRing.store(ring.isCurrentThread, ordering: .relaxed)
+            ran.signal()
         }
+        #expect(wait(ran))
+        let ranOnRing = onRing.load(ordering: .relaxed)
+        #expect(ranOnRing)
+    }
+
+    @Test("where io_uring is refused, the error is one the kernel gives for that", .enabled(if: !ringIsAvailable))
+    func ringRefused() throws {
+        // Anything else means the shim or our call is wrong.
+        let error = try #require(ringSetUpError)
+        #expect([Errno.noFunction, .notPermitted, .noMemory].contains(error.errno))
     }
 }

@@ -11,7 +11,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Timers racing cancellation")
+@Suite("Timers racing cancellation", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct TimerCancelTests {
     @Test("100 fast repeating timers cancelled at random moments: every cancel handler runs, no timer keeps firing")
     func sourceTimers() throws {
