@@ -24,8 +24,6 @@
 // Swift module fail to merge.
 #include <linux/io_uring.h>
 #include <liburing.h>
-// struct statx: glibc declares it only with _GNU_SOURCE (kept off above); the UAPI header has it.
-#include <linux/stat.h>
 
 // Importer limitation: IOSQE_* are macros built over enum bit positions.
 static const unsigned char CLiburing_IOSQE_IO_LINK = IOSQE_IO_LINK;
@@ -35,9 +33,6 @@ static const unsigned char CLiburing_IOSQE_BUFFER_SELECT = IOSQE_BUFFER_SELECT;
 static const unsigned CLiburing_POLLRDHUP = EPOLLRDHUP;
 // Importer limitation: LIBURING_UDATA_TIMEOUT is ((__u64) -1), which Swift rejects as a literal.
 static const uint64_t CLiburing_UDATA_TIMEOUT = LIBURING_UDATA_TIMEOUT;
-
-// Importer limitation: flag macros over enum bit positions cannot be applied from Swift.
-static inline void CLiburing_sqe_set_link(struct io_uring_sqe *sqe) { sqe->flags |= IOSQE_IO_LINK; }
 
 // Importer limitation: IOSQE_BUFFER_SELECT is a macro over an enum bit position, and
 // buf_group sits in an anonymous union.
@@ -56,18 +51,5 @@ static const int CLiburing_RWF_NOWAIT = 0x00000008;
 // pidfd_open(2) has no glibc wrapper before 2.36 (Debian 12 has 2.36, but the variadic
 // syscall(2) is not callable from Swift either way).
 static inline int CLiburing_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
-
-// IORING_TIMEOUT_MULTISHOT (Linux 6.4) is newer than the UAPI header Debian 12 ships.
-static const unsigned CLiburing_IORING_TIMEOUT_MULTISHOT = 1U << 6;
-
-// IORING_OP_READ_MULTISHOT (Linux 6.7) is newer than the UAPI header Debian 12 ships.
-static const uint8_t CLiburing_IORING_OP_READ_MULTISHOT = 49;
-
-// Header limitation: liburing 2.3 has no helper for multishot read (Linux 6.7).
-static inline void CLiburing_prep_read_multishot(struct io_uring_sqe *sqe, int fd, uint16_t group) {
-    io_uring_prep_rw(IORING_OP_NOP, sqe, fd, NULL, 0, 0);
-    sqe->opcode = CLiburing_IORING_OP_READ_MULTISHOT;
-    CLiburing_sqe_set_buffer_group(sqe, group);
-}
 
 #endif

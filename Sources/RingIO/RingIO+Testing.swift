@@ -81,29 +81,6 @@ package enum _RingIOTesting {
         }
     }
 
-    /// Submits `request` linked to a timeout of `nanoseconds`; `completion` gets the request's
-    /// final result, `timeoutCompletion` the timeout's.
-    package static func submit(
-        _ request: @escaping @Sendable @autoclosure () -> RingRequest,
-        on ring: RingLoop,
-        timeoutNanoseconds: Int64,
-        completion: @escaping @Sendable (Int32) -> Void,
-        timeoutCompletion: @escaping @Sendable (Int32) -> Void
-    ) {
-        ring.enqueue {
-            let spec = _KernelTimespec(nanoseconds: timeoutNanoseconds)
-            ring.core.submit(
-                request(),
-                target: _ClosureTarget { result, _ in completion(result) },
-                timeout: spec,
-                timeoutTarget: _ClosureTarget { result, _ in
-                    withExtendedLifetime(spec) {}
-                    timeoutCompletion(result)
-                }
-            )
-        }
-    }
-
     /// Submits `count` no-ops in one ring turn; each completion calls `completion`.
     package static func nops(_ count: Int, on ring: RingLoop, completion: @escaping @Sendable (Int32) -> Void) {
         ring.enqueue {
@@ -111,33 +88,6 @@ package enum _RingIOTesting {
             for _ in 0..<count {
                 ring.core.submit(.nop, target: target)
             }
-        }
-    }
-
-    /// What a test receiver reports.
-    package enum Received: Sendable {
-        case data(ByteRope)
-        case end
-        case failure(Errno)
-    }
-
-    /// Keeps a multishot receive (or, with `pipe`, a multishot read) armed on `fd`, through
-    /// the ring's provided buffers; `handler` runs on the ring thread.
-    package static func receive(
-        fd: CInt,
-        pipe: Bool = false,
-        on ring: RingLoop,
-        handler: @escaping @Sendable (Received) -> Void
-    ) {
-        ring.enqueue {
-            let receiver = _MultishotReceiver(core: ring.core, fd: fd, useRead: pipe) { event in
-                switch event {
-                case .data(let rope): handler(.data(rope))
-                case .end: handler(.end)
-                case .failure(let error): handler(.failure(error))
-                }
-            }
-            receiver.start()
         }
     }
 
@@ -157,32 +107,6 @@ package enum _RingIOTesting {
     /// The address range of the ring's receive buffers (registering them if needed).
     package static func receiveBufferMemory(of ring: RingLoop) -> Range<UInt> {
         self.onRing(ring) { ring.core.providedBuffers.memoryRange }
-    }
-
-    /// Whether the kernel has multishot read (Linux 6.7), which pipes need.
-    package static func supportsReadMultishot(_ ring: RingLoop) -> Bool {
-        self.onRing(ring) { ring.core.supportsReadMultishot }
-    }
-
-    /// Stats `path` through the ring; the file's size, or the error.
-    package static func statxSize(path: String, on ring: RingLoop) -> Result<UInt64, Errno> {
-        let outcome = Mutex<Result<UInt64, Errno>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        ring.enqueue {
-            let result = _StatxResult()
-            let cPath = strdup(path)!
-            ring.core.submit(
-                .statx(directory: AT_FDCWD, path: cPath, flags: 0, mask: .size, result: result),
-                target: _ClosureTarget { value, _ in
-                    let size = result.size
-                    free(cPath)
-                    outcome.withLock { $0 = value < 0 ? .failure(Errno(rawValue: -value)) : .success(size) }
-                    done.signal()
-                }
-            )
-        }
-        done.wait()
-        return outcome.withLock { $0! }
     }
 
     /// Runs `work` on `queue` through the ring's delivery path, from the ring thread: grouped

@@ -35,6 +35,68 @@ final class TestBuffer: @unchecked Sendable {
     func prefix(_ count: Int) -> [UInt8] { Array(self.bytes[..<count]) }
 }
 
+/// A temporary file, removed when the test ends.
+struct TemporaryFile: ~Copyable {
+    let path: String
+    let fd: CInt
+
+    init() throws {
+        var template = Array("/tmp/ringio-op-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        try #require(fd >= 0)
+        self.fd = fd
+        self.path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    deinit {
+        close(self.fd)
+        unlink(self.path)
+    }
+}
+
+/// A listening TCP socket on 127.0.0.1 and an ephemeral port.
+func makeListener() throws -> (fd: CInt, address: sockaddr_in) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    try #require(fd >= 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    try #require(bound == 0)
+    try #require(listen(fd, 64) == 0)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    try #require(named == 0)
+    return (fd, address)
+}
+
+/// A connected pair of Unix stream sockets, close-on-exec.
+func makeSocketPair() throws -> (CInt, CInt) {
+    var fds: [CInt] = [-1, -1]
+    try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+    return (fds[0], fds[1])
+}
+
+/// Writes all of `bytes` to `fd`, blocking.
+func writeAll(_ fd: CInt, _ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        precondition(written > 0, "write failed: \(errno)")
+        offset += written
+    }
+}
+
+/// `count` bytes of a pattern that does not repeat at short distances.
+func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: ($0 &+ seed) &* 31 &+ 7) }
+}
+
 extension _RingIOTesting {
     static func nop(on ring: RingLoop, completion: @escaping @Sendable (Int32) -> Void) {
         self.submit(.nop, on: ring) { completion($0.result) }
@@ -42,7 +104,7 @@ extension _RingIOTesting {
 
     static func timeout(nanoseconds: Int64, on ring: RingLoop, completion: @escaping @Sendable (Int32) -> Void) {
         let spec = _KernelTimespec(nanoseconds: nanoseconds)
-        self.submit(.timeout(spec: spec, repeating: false), on: ring, keepAlive: spec) { completion($0.result) }
+        self.submit(.timeout(spec: spec), on: ring, keepAlive: spec) { completion($0.result) }
     }
 
     /// Submits `request` and waits (bounded) for its final completion.

@@ -42,8 +42,6 @@ internal final class _ProvidedBuffers {
     @exclusivity(unchecked) private var owners: ContiguousArray<_ProvidedBufferOwner>
     /// Buffer ids on loan to ropes.
     @exclusivity(unchecked) private var onLoan: [UInt16] = []
-    /// Called once when buffers come back after the pool ran dry.
-    private var waiters: [() -> Void] = []
 
     internal init(uring: _URing, group: UInt16, bufferCount: Int, bufferSize: Int) throws(Errno) {
         precondition(bufferCount > 0 && bufferCount <= 32_768 && bufferCount & (bufferCount - 1) == 0)
@@ -88,8 +86,7 @@ internal final class _ProvidedBuffers {
         )
     }
 
-    /// Hands back to the kernel every buffer on loan that no rope refers to any more, and
-    /// wakes the waiters when the pool had run dry.
+    /// Hands back to the kernel every buffer on loan that no rope refers to any more.
     ///
     /// - Returns: How many buffers came back.
     /// - Complexity: O(buffers on loan); no allocation.
@@ -112,21 +109,8 @@ internal final class _ProvidedBuffers {
         if returned > 0 {
             atomicMemoryFence(ordering: .acquiring)
             self.handle.publish(returned)
-            if !self.waiters.isEmpty {
-                let waiters = self.waiters
-                self.waiters.removeAll()
-                for waiter in waiters { waiter() }
-            }
         }
         return returned
-    }
-
-    /// Whether receives are waiting for buffers to come back.
-    internal var hasWaiters: Bool { !self.waiters.isEmpty }
-
-    /// Calls `waiter` on the ring thread once buffers come back (after an `ENOBUFS`).
-    internal func whenBuffersReturn(_ waiter: @escaping () -> Void) {
-        self.waiters.append(waiter)
     }
 }
 

@@ -78,7 +78,6 @@ internal final class _RingCore: @unchecked Sendable {
     private var _providedBuffers: _ProvidedBuffers?
     private let receiveBufferCount: Int
     private let receiveBufferSize: Int
-    private var bufferRetryArmed = false
     /// State the channels keep per ring (open-path budget, chunk pool).
     internal var channelSupport = _ChannelRingSupport()
     private var cancelAllIssued = false
@@ -328,32 +327,6 @@ internal final class _RingCore: @unchecked Sendable {
         return userData
     }
 
-    /// Prepares `request` linked to a timeout: if it has not completed after `timeout`, the
-    /// kernel cancels it (its completion is then `-ECANCELED`). The timeout's own completion
-    /// goes to `timeoutTarget` (`-ETIME` when it fired, `-ECANCELED`/`-ENOENT` otherwise).
-    ///
-    /// - Returns: The operation's user data.
-    @discardableResult
-    internal func submit(
-        _ request: RingRequest,
-        target: any RingOperationTarget,
-        context: UInt64 = 0,
-        timeout: _KernelTimespec,
-        timeoutTarget: any RingOperationTarget
-    ) -> UInt64 {
-        self.assertOnRingThread()
-        // Both entries must land in the same submission: make room for two first.
-        self.ensureSubmissionSpace(2)
-        let first = self.nextSQE()
-        let second = self.nextSQE()
-        let userData = self.occupySlot(kind: request.kind, target: target, context: context)
-        request.prepare(first, userData: userData)
-        RingRequest.link(first)
-        let timeoutUserData = self.occupySlot(kind: .linkTimeout, target: timeoutTarget, context: 0)
-        RingRequest.prepareLinkTimeout(second, spec: timeout, userData: timeoutUserData)
-        return userData
-    }
-
     private func occupySlot(kind: OperationKind, target: any RingOperationTarget, context: UInt64) -> UInt64 {
         let slotIndex: UInt32
         if let free = self.freeSlots.popLast() {
@@ -420,11 +393,6 @@ internal final class _RingCore: @unchecked Sendable {
 
     // MARK: Ring thread: provided buffers
 
-    /// Whether multishot read (pipes) is available on this kernel.
-    internal var supportsReadMultishot: Bool {
-        self.uring.supportsReadMultishot
-    }
-
     /// The ring's provided receive buffers, registered on first use (buffer group 0).
     internal var providedBuffers: _ProvidedBuffers {
         self.assertOnRingThread()
@@ -443,24 +411,12 @@ internal final class _RingCore: @unchecked Sendable {
         }
     }
 
-    /// Hands released buffers back to the kernel. While receives wait for buffers, a 1 ms
-    /// timer keeps the ring turning (releases happen on other threads and do not wake it):
-    /// a bounded back-off, not a spin.
+    /// Hands released buffers back to the kernel. (A receive that found none waits one turn and
+    /// then reads into fresh memory: see `_DescriptorEntry.receiveEnded`.)
     private func collectReturnedBuffers() {
         guard let pool = self._providedBuffers else { return }
         pool.collectReturned()
         self.counters.buffersOnLoan.store(UInt64(pool.buffersOnLoan), ordering: .relaxed)
-        if pool.hasWaiters && !self.bufferRetryArmed && !self.stopRequested.load(ordering: .relaxed) {
-            self.bufferRetryArmed = true
-            let spec = _KernelTimespec(nanoseconds: 1_000_000)
-            self.submit(
-                .timeout(spec: spec, repeating: false),
-                target: _ClosureTarget { [unowned self] _, _ in
-                    withExtendedLifetime(spec) {}
-                    self.bufferRetryArmed = false
-                }
-            )
-        }
     }
 
     // MARK: Ring thread: delivering to queues
@@ -523,7 +479,7 @@ internal final class _RingCore: @unchecked Sendable {
                         guard self.inFlight > 0 else { return }
                         let spec = _KernelTimespec(nanoseconds: 10_000_000)
                         self.submit(
-                            .timeout(spec: spec, repeating: false),
+                            .timeout(spec: spec),
                             target: _ClosureTarget { [unowned self] _, _ in
                                 withExtendedLifetime(spec) {}
                                 self.cancelAllRetryDue = true

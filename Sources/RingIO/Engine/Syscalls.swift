@@ -76,18 +76,6 @@ internal struct _URing {
         self.ring.deallocate()
     }
 
-    /// Whether the kernel supports opcode `opcode`, from `io_uring_get_probe_ring`.
-    internal func supports(opcode: UInt8) -> Bool {
-        guard let probe = io_uring_get_probe_ring(self.ring) else { return false }
-        defer { io_uring_free_probe(probe) }
-        return io_uring_opcode_supported(probe, Int32(opcode)) != 0
-    }
-
-    /// Whether multishot read (Linux 6.7; pipes) is available.
-    internal var supportsReadMultishot: Bool {
-        self.supports(opcode: CLiburing_IORING_OP_READ_MULTISHOT)
-    }
-
     // MARK: Submission
 
     /// A free submission entry, or `nil` when the SQ is full.
@@ -243,17 +231,16 @@ internal struct CompletionFlags {
 
 /// What an operation asks the kernel to do. Each case fills one SQE.
 ///
-/// Every pointer in a request (buffers, iovecs, addresses, paths, result structs) must stay
+/// Every pointer in a request (buffers, iovecs, message headers, paths, timespecs) must stay
 /// valid until the operation's final completion: the submitter keeps its owner alive, usually
 /// in the completion target.
 package enum RingRequest {
+    /// Nothing: a round trip through the ring (the benchmarks' no-ops, the engine's tests).
     case nop
     /// Read into `buffer` at `offset` (-1: the file position).
     case read(fd: CInt, buffer: UnsafeMutableRawBufferPointer, offset: Int64)
     /// Write `buffer` at `offset` (-1: the file position).
     case write(fd: CInt, buffer: UnsafeRawBufferPointer, offset: Int64)
-    /// Vectored read at `offset` (-1: the file position).
-    case readv(fd: CInt, vectors: UnsafeBufferPointer<iovec>, offset: Int64)
     /// Vectored write at `offset` (-1: the file position).
     case writev(fd: CInt, vectors: UnsafeBufferPointer<iovec>, offset: Int64)
     /// Send on a socket, with MSG_NOSIGNAL: a closed peer ends the send with EPIPE, never a
@@ -263,8 +250,6 @@ package enum RingRequest {
     case sendmsg(fd: CInt, message: UnsafePointer<msghdr>)
     /// Receive repeatedly into buffers picked from provided-buffer group `group` (multishot).
     case receiveMultishot(fd: CInt, group: UInt16)
-    /// Read repeatedly into buffers picked from `group` (multishot read, Linux 6.7: pipes).
-    case readMultishot(fd: CInt, group: UInt16)
     /// Receive once, at most `length` bytes, into a buffer picked from `group`; `noWait`:
     /// fail with EAGAIN rather than wait for data.
     case receiveSelect(fd: CInt, group: UInt16, length: Int, noWait: Bool)
@@ -274,33 +259,22 @@ package enum RingRequest {
     /// Accept connections repeatedly (multishot); each completion is a new descriptor,
     /// close-on-exec.
     case acceptMultishot(fd: CInt)
-    /// Connect a socket to `address`.
-    case connect(fd: CInt, address: UnsafePointer<sockaddr>, length: socklen_t)
     /// Open `path` relative to `directory` (AT_FDCWD for the working directory).
     case openat(directory: CInt, path: UnsafePointer<CChar>, flags: CInt, mode: mode_t)
     /// Close a descriptor.
     case close(fd: CInt)
-    /// Flush a file to storage (`dataOnly`: fdatasync).
-    case fsync(fd: CInt, dataOnly: Bool)
-    /// Stat `path` relative to `directory` (an empty path with AT_EMPTY_PATH: `directory`
-    /// itself) into `result`.
-    case statx(directory: CInt, path: UnsafePointer<CChar>, flags: CInt, mask: StatxMask, result: _StatxResult)
-    /// A timeout; `spec` must stay alive until the operation is submitted. `repeating`: fires
-    /// every period until cancelled (multishot timeout, Linux 6.4) — but an async cancel that
-    /// lands between a fire and its re-arm misses it and it runs on forever, so RingIO's own
-    /// timers re-arm one-shot ``timeoutAt(spec:realtime:)``s instead.
-    case timeout(spec: _KernelTimespec, repeating: Bool)
+    /// A one-shot timeout after a duration; `spec` must stay alive until the operation is
+    /// submitted. (No multishot timeouts: an async cancel that lands between a fire and its
+    /// re-arm misses one, and it runs on forever; repeating timers re-arm one-shot
+    /// ``timeoutAt(spec:realtime:)``s instead.)
+    case timeout(spec: _KernelTimespec)
     /// A one-shot timeout at an absolute time: CLOCK_MONOTONIC, or CLOCK_REALTIME when
     /// `realtime` (then it follows changes of the wall clock).
     case timeoutAt(spec: _KernelTimespec, realtime: Bool)
-    /// Readiness of `fd` for the poll `events`, repeatedly (multishot poll).
-    case pollMultishot(fd: CInt, events: UInt32)
     /// Readiness of `fd` for the poll `events`, once.
     case poll(fd: CInt, events: UInt32)
     /// Cancel the operation with this user data.
     case cancel(userData: UInt64)
-    /// Cancel every operation on descriptor `fd`.
-    case cancelDescriptor(fd: CInt)
     /// Cancel every operation of this ring.
     case cancelAll
 
@@ -308,19 +282,16 @@ package enum RingRequest {
     package var kind: OperationKind {
         switch self {
         case .nop: return .nop
-        case .read, .readv: return .read
+        case .read: return .read
         case .write, .writev: return .write
         case .send, .sendmsg: return .send
-        case .receiveMultishot, .readMultishot, .receiveSelect, .readSelect: return .receive
+        case .receiveMultishot, .receiveSelect, .readSelect: return .receive
         case .acceptMultishot: return .accept
-        case .connect: return .connect
         case .openat: return .open
         case .close: return .close
-        case .fsync: return .fsync
-        case .statx: return .statx
         case .timeout, .timeoutAt: return .timeout
-        case .pollMultishot, .poll: return .poll
-        case .cancel, .cancelDescriptor, .cancelAll: return .cancel
+        case .poll: return .poll
+        case .cancel, .cancelAll: return .cancel
         }
     }
 
@@ -333,8 +304,6 @@ package enum RingRequest {
             io_uring_prep_read(sqe, fd, buffer.baseAddress, UInt32(clamping: buffer.count), UInt64(bitPattern: offset))
         case .write(let fd, let buffer, let offset):
             io_uring_prep_write(sqe, fd, buffer.baseAddress, UInt32(clamping: buffer.count), UInt64(bitPattern: offset))
-        case .readv(let fd, let vectors, let offset):
-            io_uring_prep_readv(sqe, fd, vectors.baseAddress, UInt32(vectors.count), UInt64(bitPattern: offset))
         case .writev(let fd, let vectors, let offset):
             io_uring_prep_writev(sqe, fd, vectors.baseAddress, UInt32(vectors.count), UInt64(bitPattern: offset))
         case .send(let fd, let buffer):
@@ -344,8 +313,6 @@ package enum RingRequest {
         case .receiveMultishot(let fd, let group):
             io_uring_prep_recv_multishot(sqe, fd, nil, 0, 0)
             CLiburing_sqe_set_buffer_group(sqe, group)
-        case .readMultishot(let fd, let group):
-            CLiburing_prep_read_multishot(sqe, fd, group)
         case .receiveSelect(let fd, let group, let length, let noWait):
             io_uring_prep_recv(sqe, fd, nil, length, noWait ? Int32(MSG_DONTWAIT) : 0)
             CLiburing_sqe_set_buffer_group(sqe, group)
@@ -355,18 +322,12 @@ package enum RingRequest {
             CLiburing_sqe_set_buffer_group(sqe, group)
         case .acceptMultishot(let fd):
             io_uring_prep_multishot_accept(sqe, fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
-        case .connect(let fd, let address, let length):
-            io_uring_prep_connect(sqe, fd, address, length)
         case .openat(let directory, let path, let flags, let mode):
             io_uring_prep_openat(sqe, directory, path, flags, mode)
         case .close(let fd):
             io_uring_prep_close(sqe, fd)
-        case .fsync(let fd, let dataOnly):
-            io_uring_prep_fsync(sqe, fd, dataOnly ? UInt32(IORING_FSYNC_DATASYNC) : 0)
-        case .statx(let directory, let path, let flags, let mask, let result):
-            io_uring_prep_statx(sqe, directory, path, flags, mask.rawValue, result.pointer)
-        case .timeout(let spec, let repeating):
-            io_uring_prep_timeout(sqe, spec.pointer, 0, repeating ? CLiburing_IORING_TIMEOUT_MULTISHOT : 0)
+        case .timeout(let spec):
+            io_uring_prep_timeout(sqe, spec.pointer, 0, 0)
         case .timeoutAt(let spec, let realtime):
             io_uring_prep_timeout(
                 sqe,
@@ -374,68 +335,14 @@ package enum RingRequest {
                 0,
                 UInt32(IORING_TIMEOUT_ABS) | (realtime ? UInt32(IORING_TIMEOUT_REALTIME) : 0)
             )
-        case .pollMultishot(let fd, let events):
-            io_uring_prep_poll_multishot(sqe, fd, events)
         case .poll(let fd, let events):
             io_uring_prep_poll_add(sqe, fd, events)
         case .cancel(let target):
             io_uring_prep_cancel64(sqe, target, 0)
-        case .cancelDescriptor(let fd):
-            io_uring_prep_cancel_fd(sqe, fd, UInt32(IORING_ASYNC_CANCEL_ALL))
         case .cancelAll:
             io_uring_prep_cancel64(sqe, 0, Int32(IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL))
         }
         io_uring_sqe_set_data64(sqe, userData)
-    }
-
-    /// Fills `sqe` as a timeout linked to the entry before it (which must carry the link
-    /// flag). The corresponding liburing call is `io_uring_prep_link_timeout`.
-    internal static func prepareLinkTimeout(
-        _ sqe: UnsafeMutablePointer<io_uring_sqe>,
-        spec: _KernelTimespec,
-        userData: UInt64
-    ) {
-        io_uring_prep_link_timeout(sqe, spec.pointer, 0)
-        io_uring_sqe_set_data64(sqe, userData)
-    }
-
-    /// Marks `sqe` as linked to the next one. The corresponding liburing flag is
-    /// `IOSQE_IO_LINK`.
-    internal static func link(_ sqe: UnsafeMutablePointer<io_uring_sqe>) {
-        CLiburing_sqe_set_link(sqe)
-    }
-}
-
-/// Which `statx` fields to fill.
-package struct StatxMask: OptionSet, Sendable {
-    package let rawValue: UInt32
-    package init(rawValue: UInt32) { self.rawValue = rawValue }
-    package static let size = StatxMask(rawValue: UInt32(STATX_SIZE))
-    package static let type = StatxMask(rawValue: UInt32(STATX_TYPE))
-    package static let modificationTime = StatxMask(rawValue: UInt32(STATX_MTIME))
-}
-
-/// A `struct statx` at a stable address, for the statx operation to fill.
-// @unchecked: written by the kernel during the operation, read only after its completion.
-package final class _StatxResult: @unchecked Sendable {
-    fileprivate let pointer: UnsafeMutablePointer<statx>
-
-    package init() {
-        self.pointer = .allocate(capacity: 1)
-        self.pointer.initialize(to: statx())
-    }
-
-    deinit {
-        self.pointer.deallocate()
-    }
-
-    /// The file size in bytes.
-    package var size: UInt64 { self.pointer.pointee.stx_size }
-    /// The file type and mode bits.
-    package var mode: UInt16 { self.pointer.pointee.stx_mode }
-    /// The last modification, in seconds and nanoseconds since 1970.
-    package var modificationTime: (seconds: Int64, nanoseconds: UInt32) {
-        (self.pointer.pointee.stx_mtime.tv_sec, self.pointer.pointee.stx_mtime.tv_nsec)
     }
 }
 

@@ -49,13 +49,9 @@ package enum OperationKind: UInt8, CaseIterable {
     case send
     case receive
     case accept
-    case connect
     case open
     case close
-    case fsync
-    case statx
     case timeout
-    case linkTimeout
     case poll
     case cancel
 }

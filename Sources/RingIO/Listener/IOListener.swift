@@ -481,6 +481,6 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
         let (seconds, attoseconds) = self.backoff.components
         let spec = _KernelTimespec(nanoseconds: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         self.backoffSpec = spec
-        self.submit(.timeout(spec: spec, repeating: false), tag: Tag.retry)
+        self.submit(.timeout(spec: spec), tag: Tag.retry)
     }
 }

@@ -1,0 +1,157 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: stream reads receive into the ring's provided buffers, as rope regions.
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import RingIO
+import Synchronization
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ropes one read delivered, kept (their buffers stay on loan) until `release()`.
+private final class ReceivedRopes: Sendable {
+    private let state = Mutex<(ropes: [ByteRope], error: Errno?, calls: Int)>(([], nil, 0))
+    let finished = DispatchSemaphore(value: 0)
+
+    /// A read handler recording into this.
+    var handler: @Sendable (Bool, ByteRope?, Errno?) -> Void {
+        { done, data, error in
+            self.state.withLock { state in
+                state.calls += 1
+                if let data, !data.isEmpty { state.ropes.append(data) }
+                if done { state.error = error }
+            }
+            if done { self.finished.signal() }
+        }
+    }
+
+    var bytes: [UInt8] { self.state.withLock { $0.ropes.flatMap { Array($0) } } }
+    var ropes: [ByteRope] { self.state.withLock { $0.ropes } }
+    var error: Errno? { self.state.withLock { $0.error } }
+    /// Drops every rope held (their buffers can go back to the ring).
+    func release() { self.state.withLock { $0.ropes.removeAll() } }
+}
+
+/// Waits until `ring` has run a turn after this call (its counters are then up to date).
+private func turn(_ ring: RingLoop) -> Bool {
+    let turned = DispatchSemaphore(value: 0)
+    ring.enqueue { turned.signal() }
+    return turned.wait(timeout: .now() + 10) == .success
+}
+
+/// Waits, boundedly, until `ring` has handed every receive buffer back to the kernel: each try
+/// makes the ring turn (returned buffers are collected once per turn).
+private func buffersComeBack(to ring: RingLoop) -> Bool {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline {
+        _ = turn(ring)
+        if ring.counters.buffersOnLoan == 0 { return true }
+        usleep(1_000)
+    }
+    return false
+}
+
+@Suite("IOChannel: receive into provided buffers", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct ChannelReceiveTests {
+    @Test(
+        "a socket: every byte arrives once, in order, as regions of the ring's buffers; they go back",
+        arguments: QueueKind.allCases
+    )
+    func socket(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let (reader, writer) = try makeSocketPair()
+        let cleaned = DispatchSemaphore(value: 0)
+        let channel = IOChannel(kind: .stream, fileDescriptor: reader, queue: context.queue, ring: context.ring) { _ in
+            close(reader)
+            cleaned.signal()
+        }
+        let received = ReceivedRopes()
+        // A read to the end: more than four buffers wanted, so a multishot receive.
+        channel.read(offset: 0, length: .max, queue: context.queue, handler: received.handler)
+        let sent = pattern(300_000)
+        for chunk in stride(from: 0, to: sent.count, by: 7_001) {
+            writeAll(writer, Array(sent[chunk..<min(chunk + 7_001, sent.count)]))
+        }
+        close(writer)
+        try #require(wait(received.finished))
+        #expect(received.error == nil)
+        #expect(received.bytes.count == sent.count)
+        #expect(received.bytes.elementsEqual(sent), "bytes differ")
+        // Zero copy: with buffers to spare, every region lies in the ring's buffer memory.
+        #expect(context.ring.counters.fallbackReceives == 0)
+        let memory = _RingIOTesting.receiveBufferMemory(of: context.ring)
+        for rope in received.ropes {
+            for region in rope.regions {
+                let base = region.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+                #expect(memory.contains(base) && memory.contains(base + UInt(region.count) - 1))
+            }
+        }
+        try #require(turn(context.ring))
+        #expect(context.ring.counters.buffersOnLoan > 0, "the ropes held keep their buffers")
+        received.release()
+        #expect(buffersComeBack(to: context.ring), "\(context.ring.counters.buffersOnLoan) buffers still on loan")
+        channel.close()
+        #expect(wait(cleaned))
+    }
+
+    @Test("a pipe: the bytes and the end, in the ring's buffers", arguments: QueueKind.allCases)
+    func pipe(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let (reader, writer) = try makePipe()
+        let cleaned = DispatchSemaphore(value: 0)
+        let channel = IOChannel(kind: .stream, fileDescriptor: reader, queue: context.queue, ring: context.ring) { _ in
+            close(reader)
+            cleaned.signal()
+        }
+        let received = ReceivedRopes()
+        channel.read(offset: 0, length: .max, queue: context.queue, handler: received.handler)
+        let sent = pattern(100_000, seed: 3)
+        writeAll(writer, sent)
+        close(writer)
+        try #require(wait(received.finished))
+        #expect(received.error == nil)
+        #expect(received.bytes.count == sent.count)
+        #expect(received.bytes.elementsEqual(sent), "bytes differ")
+        #expect(context.ring.counters.fallbackReceives == 0)
+        let memory = _RingIOTesting.receiveBufferMemory(of: context.ring)
+        for rope in received.ropes {
+            for region in rope.regions {
+                let base = region.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+                #expect(memory.contains(base))
+            }
+        }
+        received.release()
+        #expect(buffersComeBack(to: context.ring))
+        channel.close()
+        #expect(wait(cleaned))
+    }
+
+    @Test("every buffer held by ropes: the rest still arrives, once, in order; the buffers go back")
+    func exhausted() throws {
+        // 4 buffers of 64 bytes: at most 256 bytes can be on loan.
+        let ring = try RingLoop(entries: 16, receiveBuffers: 4, receiveBufferSize: 64)
+        defer { ring.shutdown() }
+        let (reader, writer) = try makeSocketPair()
+        let channel = IOChannel(kind: .stream, fileDescriptor: reader, queue: ring) { _ in close(reader) }
+        defer { channel.close() }
+        let received = ReceivedRopes()
+        channel.read(offset: 0, length: .max, queue: ring, handler: received.handler)
+        let sent = pattern(4_096, seed: 11)
+        writeAll(writer, sent)
+        close(writer)
+        try #require(wait(received.finished))
+        #expect(received.error == nil)
+        #expect(received.bytes.elementsEqual(sent), "bytes differ")
+        try #require(turn(ring))
+        #expect(ring.counters.buffersOnLoan == 4, "every rope is still held")
+        #expect(ring.counters.fallbackReceives > 0, "4 buffers of 64 bytes cannot hold 4 KiB")
+        received.release()
+        #expect(buffersComeBack(to: ring), "\(ring.counters.buffersOnLoan) buffers still on loan")
+    }
+}
