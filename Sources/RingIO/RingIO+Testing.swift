@@ -115,4 +115,31 @@ package enum _RingIOTesting {
         precondition(ring.isCurrentThread)
         ring.core.deliver(on: queue, work)
     }
+
+    // MARK: The POSIX layer
+
+    /// `_POSIX.close`: never retried; a descriptor that is not open traps.
+    package static func closeDescriptor(_ fd: CInt) {
+        _POSIX.close(fd)
+    }
+
+    /// `_POSIX.setOption` (`setsockopt`).
+    package static func setSocketOption(_ fd: CInt, level: CInt, name: CInt, to value: CInt) throws(Errno) {
+        try _POSIX.setOption(fd, level: level, name: name, to: value)
+    }
+
+    /// `_POSIX.option` (`getsockopt`).
+    package static func socketOption(_ fd: CInt, level: CInt, name: CInt) throws(Errno) -> CInt {
+        try _POSIX.option(fd, level: level, name: name)
+    }
+
+    /// `_POSIX.seek` (`lseek`).
+    package static func seek(_ fd: CInt, to offset: Int64, from whence: CInt) throws(Errno) -> Int64 {
+        try _POSIX.seek(fd, to: offset, from: whence)
+    }
+
+    /// `_POSIX.status(ofPath:followingLinks:)` (`stat`, `lstat`): the file's size.
+    package static func fileSize(atPath path: String, followingLinks: Bool) throws(Errno) -> Int64 {
+        Int64(try _POSIX.status(ofPath: path, followingLinks: followingLinks).st_size)
+    }
 }

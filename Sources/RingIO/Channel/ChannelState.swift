@@ -295,9 +295,12 @@ internal enum _DescriptorRegistry {
                 entry.liveChannels += 1
                 return .success(entry)
             }
-            var info = stat()
-            guard fstat(fd, &info) == 0 else { return .failure(Errno(rawValue: errno)) }
-            let type = _FileType(info)
+            let type: _FileType
+            do throws(Errno) {
+                type = _FileType(try _POSIX.status(of: fd))
+            } catch {
+                return .failure(error)
+            }
             if type == .directory { return .failure(.isDirectory) }
             if kind == .randomAccess && (type == .fifo || type == .socket) { return .failure(.illegalSeek) }
             if chosenRing == nil {
@@ -319,8 +322,9 @@ internal enum _DescriptorRegistry {
         case .success(let entry):
             var base: Int64 = 0
             if kind == .randomAccess {
-                let position = lseek(fd, 0, SEEK_CUR)
-                if position > 0 { base = Int64(position) }
+                // Offsets count from the position now (R59); a device without one (ESPIPE)
+                // counts from 0.
+                base = (try? _POSIX.seek(fd, to: 0, from: SEEK_CUR)) ?? 0
             }
             let state = _ChannelState(
                 kind: kind,
@@ -346,19 +350,16 @@ internal enum _DescriptorRegistry {
         ring: RingLoop?,
         cleanupHandler: @escaping @Sendable (Errno?) -> Void
     ) -> _ChannelState {
-        var info = stat()
-        let examined = flags & O_NOFOLLOW != 0 ? lstat(path, &info) : stat(path, &info)
         let type: _FileType
-        if examined == 0 {
-            type = _FileType(info)
-        } else {
-            let error = Errno(rawValue: errno)
+        do throws(Errno) {
+            type = _FileType(try _POSIX.status(ofPath: path, followingLinks: flags & O_NOFOLLOW == 0))
+        } catch {
             // A file to be created is a regular file, when its directory exists.
             var parent = FilePath(path)
             parent.removeLastComponent()
-            var parentInfo = stat()
             guard error == .noSuchFileOrDirectory, flags & O_CREAT != 0,
-                stat(parent.string, &parentInfo) == 0, _FileType(parentInfo) == .directory
+                let parentInfo = try? _POSIX.status(ofPath: parent.string, followingLinks: true),
+                _FileType(parentInfo) == .directory
             else {
                 return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
             }

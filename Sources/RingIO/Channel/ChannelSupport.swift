@@ -57,12 +57,11 @@ internal final class _ReadMemory {
         if size == _ChannelLimits.chunkSize, let chunk = _ChunkPool.take() {
             self.base = chunk
         } else {
-            var memory: UnsafeMutableRawPointer?
-            let result = posix_memalign(&memory, 4096, max(size, 1))
-            guard result == 0, let memory else {
+            do throws(Errno) {
+                self.base = try _POSIX.allocate(byteCount: size, alignment: 4096)
+            } catch {
                 fatalError("RingIO: out of memory allocating a \(size)-byte read buffer")
             }
-            self.base = memory
         }
     }
 
@@ -77,7 +76,7 @@ internal final class _ReadMemory {
 
     deinit {
         if self.size != _ChannelLimits.chunkSize || !_ChunkPool.give(self.base) {
-            free(self.base)
+            _POSIX.deallocate(self.base)
         }
     }
 }

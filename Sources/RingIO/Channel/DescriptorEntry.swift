@@ -20,11 +20,13 @@ internal final class _PathToOpen {
         self.path = path
         self.flags = flags
         self.permissions = permissions
-        self.cString = strdup(path)!
+        let utf8 = path.utf8CString  // NUL-terminated
+        self.cString = .allocate(capacity: utf8.count)
+        utf8.withUnsafeBufferPointer { self.cString.initialize(from: $0.baseAddress!, count: $0.count) }
     }
 
     deinit {
-        free(self.cString)
+        self.cString.deallocate()
     }
 }
 
@@ -385,7 +387,12 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
 
     /// Whether the descriptor was opened with O_APPEND (writes go to the end whatever the
     /// offset). Asked once, after the open: the flags must not change under a channel (R24).
-    private(set) lazy var appends: Bool = fcntl(self.fd, F_GETFL) & O_APPEND != 0
+    /// When they cannot be read (the descriptor was closed under the channel), `false`: the
+    /// write itself then fails with the descriptor's error.
+    private(set) lazy var appends: Bool = {
+        guard let flags = try? _POSIX.statusFlags(of: self.fd) else { return false }
+        return flags & O_APPEND != 0
+    }()
 
     /// Arms a receive for the head read if it wants data and none is armed.
     func receiveWanted() {

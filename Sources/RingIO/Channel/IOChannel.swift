@@ -138,8 +138,8 @@ public final class IOChannel: Sendable {
     /// Creates a channel that opens `path` lazily, on its ring, when the first operation needs
     /// the descriptor, and closes it after the channel is closed and its operations finished.
     ///
-    /// The path is examined (statx) on the ring right after creation: when it cannot be
-    /// (ENOENT, ENOTDIR…) and `.create` is not among the options, or it names a directory,
+    /// The path is examined (`stat`; `lstat` with `.noFollow`) as the channel is made: when it
+    /// cannot be (ENOENT, ENOTDIR…) and `.create` is not among the options, or it names a directory,
     /// the cleanup handler gets that error at once and every operation fails with it (R26).
     /// When the open itself fails (EACCES…), the operation that needed it and every later one
     /// fail with the error, and the cleanup handler gets `nil` (R28).

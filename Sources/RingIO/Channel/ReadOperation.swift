@@ -237,12 +237,11 @@ internal final class _FileReadOperation: _ReadOperation, @unchecked Sendable {
     override func begin() {
         self.started = true
         if self.channel.kind == .stream {
-            let position = lseek(self.entry.fd, 0, SEEK_CUR)
-            if position >= 0 {
-                self.streamStart = Int64(position)
-                self.nextOffset = Int64(position)
+            if let position = try? _POSIX.seek(self.entry.fd, to: 0, from: SEEK_CUR) {
+                self.streamStart = position
+                self.nextOffset = position
             } else {
-                self.sequential = true
+                self.sequential = true  // no position (ESPIPE): reads at the file position
             }
         } else {
             let (start, overflow) = self.channel.base.addingReportingOverflow(self.offset)
@@ -331,7 +330,9 @@ internal final class _FileReadOperation: _ReadOperation, @unchecked Sendable {
 
     override func finish() {
         if let start = self.streamStart, !self.isFinished {
-            lseek(self.entry.fd, off_t(start + Int64(self.received)), SEEK_SET)
+            // It had a position at the start; failing now means the descriptor was closed under
+            // the channel, which the next operation reports (EBADF).
+            _ = try? _POSIX.seek(self.entry.fd, to: start + Int64(self.received), from: SEEK_SET)
         }
         super.finish()
     }

@@ -120,9 +120,8 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             // set after the end (R61), as stream reads do. io_uring's own file-position mode
             // (-1) loses the limit check after a short write: a write stopped by
             // RLIMIT_FSIZE is then reported complete (Linux 6.18).
-            let position = lseek(self.entry.fd, 0, SEEK_CUR)
-            if position >= 0 {
-                self.start = Int64(position)
+            if let position = try? _POSIX.seek(self.entry.fd, to: 0, from: SEEK_CUR) {
+                self.start = position
                 self.setsPosition = true
             }
         }
@@ -131,7 +130,9 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
 
     override func finish() {
         if self.setsPosition && !self.isFinished {
-            lseek(self.entry.fd, off_t(self.start + Int64(self.written)), SEEK_SET)
+            // As in `_FileReadOperation.finish`: only a descriptor closed under the channel
+            // fails here, and the next operation reports that.
+            _ = try? _POSIX.seek(self.entry.fd, to: self.start + Int64(self.written), from: SEEK_SET)
         }
         super.finish()
     }

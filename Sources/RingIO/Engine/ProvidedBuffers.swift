@@ -5,10 +5,6 @@
 import Synchronization
 import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A ring's pool of receive buffers, registered with the kernel as a provided-buffer ring.
 ///
 /// The kernel picks a free buffer for each multishot receive and tells us its id; that buffer
@@ -132,13 +128,10 @@ internal final class _BufferMemory {
     let base: UnsafeMutableRawPointer
 
     init(byteCount: Int) throws(Errno) {
-        var memory: UnsafeMutableRawPointer?
-        let result = posix_memalign(&memory, Int(getpagesize()), byteCount)
-        guard result == 0, let memory else { throw Errno(rawValue: result) }
-        self.base = memory
+        self.base = try _POSIX.allocate(byteCount: byteCount, alignment: _POSIX.pageSize)
     }
 
     deinit {
-        free(self.base)
+        _POSIX.deallocate(self.base)
     }
 }

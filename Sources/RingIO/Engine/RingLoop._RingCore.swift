@@ -132,25 +132,21 @@ internal final class _RingCore: @unchecked Sendable {
             forcedFailure: forcedFailure
         )
         let context = Unmanaged.passRetained(handshake).toOpaque()
-        var thread = pthread_t()
-        let created = pthread_create(
-            &thread,
-            nil,
-            { context in
+        let thread: pthread_t
+        do throws(Errno) {
+            thread = try _POSIX.startThread(context: context) { context in
                 let handshake = Unmanaged<_StartHandshake>.fromOpaque(context!).takeRetainedValue()
                 _RingCore.threadMain(handshake)
                 return nil
-            },
-            context
-        )
-        guard created == 0 else {
+            }
+        } catch {
             Unmanaged<_StartHandshake>.fromOpaque(context).release()
-            throw RingSetupError(errno: Errno(rawValue: created))
+            throw RingSetupError(errno: error)
         }
         handshake.done.wait()
         switch handshake.outcome! {
         case .failure(let error):
-            pthread_join(thread, nil)
+            _POSIX.join(thread)
             throw error
         case .success(let core):
             core.threadState.withLock { $0.thread = thread }
@@ -184,11 +180,8 @@ internal final class _RingCore: @unchecked Sendable {
         // Writes to a broken pipe raise SIGPIPE at the submitting thread (or an io_uring worker,
         // which blocks every signal): blocked here, it stays pending on this thread and never
         // kills the process; the write completes with EPIPE (DESIGN D3).
-        var sigpipe = sigset_t()
-        sigemptyset(&sigpipe)
-        sigaddset(&sigpipe, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &sigpipe, nil)
-        core.ringThreadID.store(UInt(pthread_self()), ordering: .releasing)
+        _POSIX.changeSignalMask(SIG_BLOCK, SIGPIPE)
+        core.ringThreadID.store(_POSIX.currentThread, ordering: .releasing)
         core.armWakeUp()
         handshake.outcome = .success(core)
         handshake.done.signal()
@@ -198,7 +191,7 @@ internal final class _RingCore: @unchecked Sendable {
     // MARK: Any thread
 
     internal var isRingThread: Bool {
-        self.ringThreadID.load(ordering: .acquiring) == UInt(pthread_self())
+        self.ringThreadID.load(ordering: .acquiring) == _POSIX.currentThread
     }
 
     @inline(__always)
@@ -305,7 +298,7 @@ internal final class _RingCore: @unchecked Sendable {
             return thread
         }
         if let thread {
-            pthread_join(thread, nil)
+            _POSIX.join(thread)
         }
     }
 
@@ -513,7 +506,7 @@ internal final class _RingCore: @unchecked Sendable {
         self._providedBuffers?.close(uring: self.uring)
         self._providedBuffers = nil
         self.uring.close()
-        close(self.eventFD)
+        _POSIX.close(self.eventFD)
         self.executors = nil
         self.ringThreadID.store(0, ordering: .releasing)
     }

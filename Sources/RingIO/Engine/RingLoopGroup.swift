@@ -4,10 +4,6 @@
 
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A fixed set of rings, each on its own thread; work is spread over them round-robin.
 ///
 ///     let group = try RingLoopGroup(count: 2)
@@ -59,7 +55,7 @@ public final class RingLoopGroup: Sendable {
 
     /// The number of online cores, at least 1.
     public static var onlineCores: Int {
-        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        _POSIX.onlineProcessorCount
     }
 
     /// The group that channels and sources use when they are given none: one ring per core,

@@ -1,5 +1,6 @@
 //===----------------------------------------------------------------------===//
-// RingIO — the engine's syscall layer: the only file that calls liburing.
+// RingIO — the engine's syscall layer: the only file that calls liburing (POSIX.swift holds
+// every other C call).
 //===----------------------------------------------------------------------===//
 
 import CLiburing
@@ -143,10 +144,8 @@ internal struct _URing {
     internal func registerBufferRing(entries: UInt16, group: UInt16) throws(Errno) -> _BufferRingHandle {
         precondition(entries > 0 && entries & (entries - 1) == 0, "buffer ring entries must be a power of two")
         let byteCount = Int(entries) * MemoryLayout<io_uring_buf>.stride
-        var memory: UnsafeMutableRawPointer?
-        let allocated = posix_memalign(&memory, Int(getpagesize()), byteCount)
-        guard allocated == 0, let memory else { throw Errno(rawValue: allocated) }
-        memset(memory, 0, byteCount)
+        let memory = try _POSIX.allocate(byteCount: byteCount, alignment: _POSIX.pageSize)
+        memory.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
         let bufferRing = memory.assumingMemoryBound(to: io_uring_buf_ring.self)
         var registration = io_uring_buf_reg()
         registration.ring_addr = UInt64(UInt(bitPattern: memory))
@@ -154,7 +153,7 @@ internal struct _URing {
         registration.bgid = group
         let result = io_uring_register_buf_ring(self.ring, &registration, 0)
         guard result == 0 else {
-            free(memory)
+            _POSIX.deallocate(memory)
             throw Errno(rawValue: -result)
         }
         io_uring_buf_ring_init(bufferRing)
@@ -163,9 +162,12 @@ internal struct _URing {
 
     /// Unregisters and frees a buffer ring.
     /// The corresponding liburing call is `io_uring_unregister_buf_ring`.
+    ///
+    /// - Precondition: `handle` is registered with this ring (EINVAL, ENOENT are bugs).
     internal func unregisterBufferRing(_ handle: _BufferRingHandle) {
-        _ = io_uring_unregister_buf_ring(self.ring, Int32(handle.group))
-        free(handle.ring)
+        let result = io_uring_unregister_buf_ring(self.ring, Int32(handle.group))
+        precondition(result == 0, "RingIO: io_uring_unregister_buf_ring failed: \(Errno(rawValue: -result))")
+        _POSIX.deallocate(handle.ring)
     }
 
     /// Whether completions are waiting in the kernel's overflow list.
@@ -361,74 +363,5 @@ package final class _KernelTimespec: @unchecked Sendable {
 
     deinit {
         self.pointer.deallocate()
-    }
-}
-
-// MARK: - eventfd
-
-/// The wake-up descriptor of a ring: other threads write it, the ring keeps a read armed.
-internal enum _EventFD {
-    /// The corresponding C call is `eventfd(0, EFD_CLOEXEC)`.
-    internal static func make() throws(Errno) -> CInt {
-        let fd = eventfd(0, Int32(EFD_CLOEXEC))
-        guard fd >= 0 else { throw Errno(rawValue: errno) }
-        return fd
-    }
-
-    /// Adds 1 to the counter. Never fails for a valid eventfd (the counter cannot overflow
-    /// with our use: the ring reads it back to 0 on every wake-up).
-    internal static func signal(_ fd: CInt) {
-        var one: UInt64 = 1
-        while true {
-            let written = write(fd, &one, 8)
-            if written == 8 { return }
-            let error = Errno(rawValue: errno)
-            if error == .interrupted { continue }
-            preconditionFailure("RingIO: write to the ring's eventfd failed: \(error)")
-        }
-    }
-}
-
-// MARK: - pidfd
-
-/// Process descriptors, for process-exit sources.
-internal enum _PidFD {
-    /// A close-on-exec descriptor that becomes readable when process `pid` exits. The
-    /// corresponding C call is `pidfd_open(pid, 0)`.
-    internal static func open(_ pid: pid_t) throws(Errno) -> CInt {
-        let fd = CLiburing_pidfd_open(pid)
-        guard fd >= 0 else { throw Errno(rawValue: errno) }
-        return fd
-    }
-}
-
-// MARK: - Sockets
-
-/// Socket constants Glibc's Swift overlay does not export (they come with liburing's headers).
-internal enum _SocketConstants {
-    /// `SOCK_STREAM`.
-    internal static let stream = Int32(SOCK_STREAM.rawValue)
-    /// `SOCK_STREAM | SOCK_CLOEXEC`.
-    internal static let streamCloseOnExec = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-}
-
-// MARK: - Clocks
-
-/// The clocks of absolute timeouts.
-internal enum _Clock {
-    /// Now, in nanoseconds: CLOCK_MONOTONIC, or CLOCK_REALTIME when `realtime`.
-    internal static func nanoseconds(realtime: Bool) -> Int64 {
-        var now = timespec()
-        clock_gettime(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-    }
-
-    /// Now, in nanoseconds, from CLOCK_MONOTONIC_COARSE: a few nanoseconds to read (no
-    /// hardware counter), advancing once per kernel tick (1–10 ms). For measuring how long a
-    /// ring turn ran, where only long turns matter.
-    internal static func coarseNanoseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 }

@@ -5,10 +5,6 @@
 import Synchronization
 import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A connection accepted by an ``IOListener`` made for the async API: a stream channel on
 /// the ring that accepted it.
 ///
@@ -27,7 +23,7 @@ public struct IOConnection: Sendable {
     init(accepted fd: CInt, on ring: RingLoop, shared: _ListenerState) {
         self.ring = ring
         self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { _ in
-            Glibc.close(fd)
+            _POSIX.close(fd)
             shared.connectionClosed()
         }
     }

@@ -22,7 +22,8 @@ import Glibc
 ///     }
 ///
 /// Accepted descriptors are close-on-exec, in blocking mode, with the socket options of
-/// ``Options`` applied before they are handed out. They are yours to close.
+/// ``Options`` applied before they are handed out (a connection they cannot be applied to is
+/// closed and reported as ``Event/failed(_:)``). They are yours to close.
 ///
 /// **Failures** such as EMFILE and ENFILE (out of descriptors) are reported as
 /// ``Event/failed(_:)``; the listener keeps going: it backs off (10 ms, doubling up to 1 s,
@@ -60,7 +61,9 @@ public final class IOListener: Sendable {
     public enum Event: Sendable {
         /// A connected descriptor, now the handler's.
         case accepted(CInt)
-        /// Accepting failed (EMFILE, ENFILE, ENOBUFS…); the listener backs off and retries.
+        /// Accepting failed (EMFILE, ENFILE, ENOBUFS…): the listener backs off and retries. Or
+        /// an accepted connection could not be given the socket options of ``Options``: it
+        /// was closed, and accepting goes on.
         case failed(Errno)
     }
 
@@ -81,8 +84,8 @@ public final class IOListener: Sendable {
     ///     if it is a ring, else the next ring of ``RingLoopGroup/shared``.
     ///   - queue: Where `handler` runs.
     ///   - handler: Called for each accepted connection and each failure.
-    /// - Throws: The errno of resolving, `socket`, `bind` (EADDRINUSE…) or `listen`; of
-    ///   io_uring's set-up when there is no ring.
+    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…) or
+    ///   `listen`; of io_uring's set-up when there is no ring.
     public init(
         host: String,
         port: UInt16,
@@ -126,9 +129,10 @@ public final class IOListener: Sendable {
     ///   - ring: The ring to accept on when there is no group; when both are `nil`, the next
     ///     ring of ``RingLoopGroup/shared``.
     ///   - acceptFailed: Called on the accepting ring for each accept that failed (EMFILE,
-    ///     ENFILE…); the listener backs off and retries as described above.
-    /// - Throws: The errno of resolving, `socket`, `bind` (EADDRINUSE…) or `listen`; of
-    ///   io_uring's set-up when there is no ring.
+    ///     ENFILE…; the listener backs off and retries as described above), and for each
+    ///     accepted connection closed because its socket options could not be set.
+    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…) or
+    ///   `listen`; of io_uring's set-up when there is no ring.
     public init(
         host: String,
         port: UInt16,
@@ -187,7 +191,7 @@ public final class IOListener: Sendable {
                 }
             }
         } catch {
-            for fd in sockets { Glibc.close(fd) }
+            for fd in sockets { _POSIX.close(fd) }
             throw error
         }
         let acceptors = zip(rings, sockets).map { _Acceptor(ring: $0, fd: $1, shared: shared) }
@@ -332,11 +336,13 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
         // Refuse new connections now, from the calling thread: a listening socket shut down
         // for reading leaves the listening state (its pending accept fails).
         self.socketClosedForStop.withLock { closed in
-            if !closed { shutdown(self.fd, Int32(SHUT_RDWR)) }
+            // Fails only for a socket no longer connected or listening (ENOTCONN): then it
+            // refuses connections already.
+            if !closed { _ = try? _POSIX.shutdown(self.fd, how: CInt(SHUT_RDWR)) }
         }
         self.perform { acceptor in
             acceptor.stopping = true
-            for connection in acceptor.held { Glibc.close(connection) }
+            for connection in acceptor.held { _POSIX.close(connection) }
             acceptor.held.removeAll()
             if let armed = acceptor.armed {
                 acceptor.submit(.cancel(userData: armed), tag: Tag.ignore)
@@ -366,7 +372,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
         guard self.stopping, self.inFlight == 0, !self.socketClosed else { return }
         self.socketClosed = true
         self.socketClosedForStop.withLock { closed in
-            Glibc.close(self.fd)
+            _POSIX.close(self.fd)
             closed = true
         }
     }
@@ -377,7 +383,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     /// the connections already accepted.
     private func ringStopped() {
         self.stopping = true
-        for connection in self.held { Glibc.close(connection) }
+        for connection in self.held { _POSIX.close(connection) }
         self.held.removeAll()
         if let armed = self.armed {
             self.submit(.cancel(userData: armed), tag: Tag.ignore)
@@ -409,17 +415,25 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
 
     private func accepted(_ connection: CInt) {
         guard !self.stopping else {
-            Glibc.close(connection)
+            _POSIX.close(connection)
             return
         }
         self.backoff = .zero
         let options = self.shared.options
-        var on: CInt = 1
-        if options.noDelay {
-            setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<CInt>.size))
-        }
-        if options.keepAlive {
-            setsockopt(connection, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<CInt>.size))
+        do throws(Errno) {
+            if options.noDelay {
+                try _POSIX.setOption(connection, level: CInt(IPPROTO_TCP), name: TCP_NODELAY, to: 1)
+            }
+            if options.keepAlive {
+                try _POSIX.setOption(connection, level: SOL_SOCKET, name: SO_KEEPALIVE, to: 1)
+            }
+        } catch {
+            // Not served as the options say: closed, and reported. No back-off — the next
+            // connection is another socket.
+            _POSIX.close(connection)
+            let handler = self.shared.handler
+            self.ring.core.deliver(on: self.shared.queue) { handler(.failed(error)) }
+            return
         }
         if !self.held.isEmpty || !self.takeSlot() {
             self.held.append(connection)

@@ -37,62 +37,45 @@ internal struct _SocketAddress: CustomStringConvertible {
 
     /// `"127.0.0.1:80"` or `"[::1]:80"`.
     var description: String {
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         let family = self.family
-        withUnsafeBytes(of: self.storage) { raw in
+        let host = withUnsafeBytes(of: self.storage) { raw in
             if family == AF_INET6 {
                 var address = raw.load(as: sockaddr_in6.self).sin6_addr
-                _ = inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
+                return _POSIX.addressText(family: AF_INET6, address: &address)
             } else {
                 var address = raw.load(as: sockaddr_in.self).sin_addr
-                _ = inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+                return _POSIX.addressText(family: AF_INET, address: &address)
             }
         }
-        let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return family == AF_INET6 ? "[\(host)]:\(self.port)" : "\(host):\(self.port)"
     }
 
     /// The first address `getaddrinfo` gives for `host` (passive: `"::"` and `"0.0.0.0"` mean
     /// every address).
     static func resolve(host: String, port: UInt16) throws(Errno) -> _SocketAddress {
-        var hints = addrinfo()
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = _SocketConstants.stream
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0, let first = list else {
-            throw status == EAI_SYSTEM ? Errno(rawValue: errno) : Errno.invalidArgument
-        }
-        defer { freeaddrinfo(list) }
-        var address = _SocketAddress()
-        withUnsafeMutableBytes(of: &address.storage) { raw in
-            raw.copyMemory(
-                from: UnsafeRawBufferPointer(start: first.pointee.ai_addr, count: Int(first.pointee.ai_addrlen))
-            )
-        }
-        address.length = first.pointee.ai_addrlen
-        return address
+        let (storage, length) = try _POSIX.passiveStreamAddress(host: host, port: port)
+        return _SocketAddress(storage: storage, length: length)
     }
 
     /// A listening socket bound to `address`: close-on-exec, `SO_REUSEADDR`, `SO_REUSEPORT` when
     /// asked, dual stack for IPv6.
+    ///
+    /// - Throws: The errno of `socket`, of any `setsockopt`, of `bind` (EADDRINUSE…) or of
+    ///   `listen`; the socket is closed again.
     static func listen(on address: _SocketAddress, options: IOListener.Options) throws(Errno) -> CInt {
-        let fd = socket(address.family, _SocketConstants.streamCloseOnExec, 0)
-        guard fd >= 0 else { throw Errno(rawValue: errno) }
-        var on: CInt = 1
-        var off: CInt = 0
-        let size = socklen_t(MemoryLayout<CInt>.size)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, size)
-        if options.reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, size) }
-        if address.family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &off, size) }
-        var storage = address.storage
-        let bound = withUnsafePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, address.length) }
-        }
-        guard bound == 0, Glibc.listen(fd, options.backlog) == 0 else {
-            let error = Errno(rawValue: errno)
-            close(fd)
+        let fd = try _POSIX.socket(family: address.family, type: _SocketConstants.streamCloseOnExec)
+        do throws(Errno) {
+            try _POSIX.setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, to: 1)
+            if options.reusePort {
+                try _POSIX.setOption(fd, level: SOL_SOCKET, name: SO_REUSEPORT, to: 1)
+            }
+            if address.family == AF_INET6 {
+                try _POSIX.setOption(fd, level: CInt(IPPROTO_IPV6), name: IPV6_V6ONLY, to: 0)
+            }
+            try _POSIX.bind(fd, to: address.storage, length: address.length)
+            try _POSIX.listen(fd, backlog: options.backlog)
+        } catch {
+            _POSIX.close(fd)
             throw error
         }
         return fd
@@ -100,12 +83,7 @@ internal struct _SocketAddress: CustomStringConvertible {
 
     /// The address `fd` is bound to.
     static func local(of fd: CInt) throws(Errno) -> _SocketAddress {
-        var address = _SocketAddress()
-        address.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let result = withUnsafeMutablePointer(to: &address.storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &address.length) }
-        }
-        guard result == 0 else { throw Errno(rawValue: errno) }
-        return address
+        let (storage, length) = try _POSIX.localAddress(of: fd)
+        return _SocketAddress(storage: storage, length: length)
     }
 }

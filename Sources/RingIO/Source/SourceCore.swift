@@ -100,7 +100,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
 
     deinit {
         self.signalBuffer.deallocate()
-        if case .processExit(let pidfd) = self.kind { close(pidfd) }
+        if case .processExit(let pidfd) = self.kind { _POSIX.close(pidfd) }
     }
 
     private var core: _RingCore? { self.ring?.core }
@@ -207,10 +207,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
             // A process started with the signal blocked (the mask is inherited through exec,
             // and by every thread) would keep it pending forever: let this ring thread take
             // it, so the handler runs.
-            var mask = sigset_t()
-            sigemptyset(&mask)
-            sigaddset(&mask, signal)
-            pthread_sigmask(SIG_UNBLOCK, &mask, nil)
+            _POSIX.changeSignalMask(SIG_UNBLOCK, signal)
             self.armSignalRead()
         case .readable, .writable, .processExit:
             break  // armed by armReadinessIfNeeded, whenever the source is ready for an event
@@ -338,8 +335,8 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
         }
         switch self.kind {
         case .readable(let fd):
-            var available: CInt = 0
-            self.pending = ioctl(fd, UInt(FIONREAD), &available) == 0 ? UInt(max(available, 0)) : 1
+            // A descriptor that cannot tell (not a file, socket or pipe) reports 1.
+            self.pending = (try? _POSIX.readableByteCount(fd)).map { UInt(max($0, 0)) } ?? 1
         case .writable(let fd):
             self.pending = Self.writableEstimate(fd)
         case .processExit:
@@ -354,13 +351,10 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
 
     /// Free space in the socket's send buffer, or 1 when the descriptor cannot tell.
     private static func writableEstimate(_ fd: CInt) -> UInt {
-        var size: CInt = 0
-        var length = socklen_t(MemoryLayout<CInt>.size)
-        var queued: CInt = 0
-        guard getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length) == 0,
-            ioctl(fd, UInt(TIOCOUTQ), &queued) == 0
+        guard let size = try? _POSIX.option(fd, level: SOL_SOCKET, name: SO_SNDBUF),
+            let queued = try? _POSIX.unsentByteCount(fd)
         else { return 1 }
-        return UInt(max(size - queued, 1))
+        return UInt(max(Int(size) - queued, 1))
     }
 
     // Custom

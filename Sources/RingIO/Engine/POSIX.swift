@@ -1,0 +1,370 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the engine's POSIX layer: every C library call RingIO makes outside liburing.
+//===----------------------------------------------------------------------===//
+
+import CLiburing
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Checked wrappers over the C library. Every call RingIO makes outside liburing (which
+/// `Syscalls.swift` wraps) goes through this file — except `_SignalRouter`'s signal handler,
+/// which may make only async-signal-safe calls and makes its own.
+///
+/// The rules every wrapper keeps:
+///
+/// - **Every result is checked.** A failure a caller can meet (a refused bind, a name that
+///   does not resolve, a descriptor of the wrong kind) throws its `Errno`, read from `errno`
+///   right after the call — or taken from the return value, for the calls that return it
+///   (`pthread_*`, `posix_memalign`).
+/// - **EINTR is retried** where the call can be restarted with the same arguments (`retrying`).
+/// - **`close` is never retried.** On Linux the descriptor is released when `close` returns,
+///   even with EINTR: a retry could close a descriptor another thread was given meanwhile.
+/// - **Failures only a bug can cause stop the process** with a message: EBADF on a descriptor
+///   RingIO owns, EINVAL from arguments RingIO built, EFAULT.
+internal enum _POSIX {
+    /// Calls `call` until it returns something other than -1 with EINTR; -1 with another errno
+    /// throws that errno.
+    @inline(__always)
+    private static func retrying<Result: FixedWidthInteger & SignedInteger>(
+        _ call: () -> Result
+    ) throws(Errno) -> Result {
+        while true {
+            let result = call()
+            if result != -1 { return result }
+            let error = Errno(rawValue: errno)
+            if error != .interrupted { throw error }
+        }
+    }
+
+    // MARK: Descriptors
+
+    /// Closes `fd`, a descriptor RingIO owns. The corresponding C function is `close`.
+    ///
+    /// Not retried on EINTR (see above). EINTR and EIO are not reported: the descriptor is
+    /// gone either way, and for the sockets, eventfds and pidfds RingIO closes no caller could
+    /// act on them.
+    ///
+    /// - Precondition: `fd` is open. EBADF is a double close: by then the number may name a
+    ///   descriptor someone else was given.
+    internal static func close(_ fd: CInt) {
+        guard Glibc.close(fd) != 0 else { return }
+        let error = Errno(rawValue: errno)
+        precondition(error != .badFileDescriptor, "RingIO: close(\(fd)) of a descriptor that is not open")
+    }
+
+    /// The status of open descriptor `fd`. The corresponding C function is `fstat`.
+    internal static func status(of fd: CInt) throws(Errno) -> stat {
+        var info = stat()
+        _ = try self.retrying { fstat(fd, &info) }
+        return info
+    }
+
+    /// The status of `path` — of a symbolic link itself, not its target, when
+    /// `followingLinks` is false. The corresponding C functions are `stat` and `lstat`.
+    internal static func status(ofPath path: String, followingLinks: Bool) throws(Errno) -> stat {
+        var info = stat()
+        _ = try self.retrying { followingLinks ? stat(path, &info) : lstat(path, &info) }
+        return info
+    }
+
+    /// The file status flags of `fd` (`O_APPEND`, `O_NONBLOCK`…). The corresponding C call
+    /// is `fcntl(fd, F_GETFL)`.
+    internal static func statusFlags(of fd: CInt) throws(Errno) -> CInt {
+        try self.retrying { fcntl(fd, F_GETFL) }
+    }
+
+    /// Moves `fd`'s file position to `offset` from `whence` (`SEEK_SET`, `SEEK_CUR`); the new
+    /// position. The corresponding C function is `lseek`.
+    ///
+    /// - Throws: `ESPIPE` for a descriptor without a position (a pipe, a socket, most
+    ///   devices); EBADF for one closed under its channel.
+    @discardableResult
+    internal static func seek(_ fd: CInt, to offset: Int64, from whence: CInt) throws(Errno) -> Int64 {
+        Int64(try self.retrying { lseek(fd, off_t(offset), whence) })
+    }
+
+    /// The bytes that can be read from `fd` without blocking. The corresponding C call is
+    /// `ioctl(fd, FIONREAD)`.
+    internal static func readableByteCount(_ fd: CInt) throws(Errno) -> Int {
+        var count: CInt = 0
+        _ = try self.retrying { ioctl(fd, UInt(FIONREAD), &count) }
+        return Int(count)
+    }
+
+    /// The bytes in socket `fd`'s send queue not yet sent. The corresponding C call is
+    /// `ioctl(fd, TIOCOUTQ)` (`SIOCOUTQ`).
+    internal static func unsentByteCount(_ fd: CInt) throws(Errno) -> Int {
+        var count: CInt = 0
+        _ = try self.retrying { ioctl(fd, UInt(TIOCOUTQ), &count) }
+        return Int(count)
+    }
+
+    // MARK: Sockets
+
+    /// A new socket of `family` and `type` (flags such as `SOCK_CLOEXEC` included). The
+    /// corresponding C function is `socket`.
+    internal static func socket(family: CInt, type: CInt) throws(Errno) -> CInt {
+        try self.retrying { Glibc.socket(family, type, 0) }
+    }
+
+    /// Sets an integer socket option. The corresponding C function is `setsockopt`.
+    internal static func setOption(_ fd: CInt, level: CInt, name: CInt, to value: CInt) throws(Errno) {
+        var value = value
+        _ = try self.retrying { setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<CInt>.size)) }
+    }
+
+    /// An integer socket option. The corresponding C function is `getsockopt`.
+    internal static func option(_ fd: CInt, level: CInt, name: CInt) throws(Errno) -> CInt {
+        var value: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        _ = try self.retrying { getsockopt(fd, level, name, &value, &length) }
+        return value
+    }
+
+    /// Binds `fd` to the first `length` bytes of `address`. The corresponding C function is
+    /// `bind`.
+    internal static func bind(_ fd: CInt, to address: sockaddr_storage, length: socklen_t) throws(Errno) {
+        var address = address
+        _ = try self.retrying {
+            withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
+            }
+        }
+    }
+
+    /// Makes `fd` a listening socket. The corresponding C function is `listen`.
+    internal static func listen(_ fd: CInt, backlog: CInt) throws(Errno) {
+        _ = try self.retrying { Glibc.listen(fd, backlog) }
+    }
+
+    /// The address `fd` is bound to. The corresponding C function is `getsockname`.
+    internal static func localAddress(of fd: CInt) throws(Errno) -> (address: sockaddr_storage, length: socklen_t) {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try self.retrying {
+            withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+        }
+        return (address, length)
+    }
+
+    /// Shuts down reception and/or transmission on socket `fd` (`SHUT_RD`, `SHUT_WR`,
+    /// `SHUT_RDWR`). The corresponding C function is `shutdown`.
+    internal static func shutdown(_ fd: CInt, how: CInt) throws(Errno) {
+        _ = try self.retrying { Glibc.shutdown(fd, how) }
+    }
+
+    /// The first address `getaddrinfo` gives for a passive stream socket on `host` and `port`
+    /// (`"::"` and `"0.0.0.0"` mean every address). The corresponding C functions are
+    /// `getaddrinfo` and `freeaddrinfo`.
+    ///
+    /// - Throws: The errno of a system error (`EAI_SYSTEM`); `EINVAL` for a name that does
+    ///   not resolve or any other `EAI_*` failure.
+    internal static func passiveStreamAddress(
+        host: String,
+        port: UInt16
+    ) throws(Errno) -> (address: sockaddr_storage, length: socklen_t) {
+        var hints = addrinfo()
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = _SocketConstants.stream
+        var list: UnsafeMutablePointer<addrinfo>?
+        var status: CInt
+        repeat {
+            status = getaddrinfo(host, String(port), &hints, &list)
+        } while status == EAI_SYSTEM && errno == EINTR
+        guard status == 0, let first = list else {
+            throw status == EAI_SYSTEM ? Errno(rawValue: errno) : Errno.invalidArgument
+        }
+        defer { freeaddrinfo(list) }
+        precondition(
+            Int(first.pointee.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size,
+            "RingIO: getaddrinfo gave an address larger than sockaddr_storage"
+        )
+        var address = sockaddr_storage()
+        withUnsafeMutableBytes(of: &address) { raw in
+            raw.copyMemory(
+                from: UnsafeRawBufferPointer(start: first.pointee.ai_addr, count: Int(first.pointee.ai_addrlen))
+            )
+        }
+        return (address, first.pointee.ai_addrlen)
+    }
+
+    /// The text form (`"127.0.0.1"`, `"::1"`) of the `in_addr` or `in6_addr` at `address`.
+    /// The corresponding C function is `inet_ntop`.
+    ///
+    /// - Precondition: `family` is `AF_INET` or `AF_INET6`.
+    internal static func addressText(family: CInt, address: UnsafeRawPointer) -> String {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let result = inet_ntop(family, address, &text, socklen_t(text.count))
+        // Fails only for another family (EAFNOSUPPORT) or a short buffer (ENOSPC): ours to get right.
+        precondition(result != nil, "RingIO: inet_ntop failed: \(Errno(rawValue: errno))")
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MARK: Threads and signals
+
+    /// Starts a thread running `main(context)`. The corresponding C function is
+    /// `pthread_create`.
+    ///
+    /// - Throws: `EAGAIN` when the system lacks the resources (or hit a thread limit).
+    internal static func startThread(
+        context: UnsafeMutableRawPointer,
+        _ main: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer?
+    ) throws(Errno) -> pthread_t {
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, main, context)
+        guard result == 0 else { throw Errno(rawValue: result) }
+        return thread
+    }
+
+    /// Waits for `thread` to exit. The corresponding C function is `pthread_join`.
+    ///
+    /// - Precondition: `thread` is joinable, not joined before and not the calling thread
+    ///   (EINVAL, ESRCH, EDEADLK are bugs).
+    internal static func join(_ thread: pthread_t) {
+        let result = pthread_join(thread, nil)
+        precondition(result == 0, "RingIO: pthread_join failed: \(Errno(rawValue: result))")
+    }
+
+    /// The calling thread's identity, as an integer. The corresponding C function is
+    /// `pthread_self`, which cannot fail.
+    @inline(__always)
+    internal static var currentThread: UInt {
+        UInt(pthread_self())
+    }
+
+    /// Blocks (`SIG_BLOCK`) or unblocks (`SIG_UNBLOCK`) `signal` for the calling thread. The
+    /// corresponding C functions are `sigemptyset`, `sigaddset` and `pthread_sigmask`.
+    ///
+    /// - Precondition: `signal` is a valid signal number (the callers check theirs).
+    internal static func changeSignalMask(_ how: CInt, _ signal: CInt) {
+        var mask = sigset_t()
+        precondition(sigemptyset(&mask) == 0 && sigaddset(&mask, signal) == 0, "RingIO: bad signal number \(signal)")
+        let result = pthread_sigmask(how, &mask, nil)
+        precondition(result == 0, "RingIO: pthread_sigmask failed: \(Errno(rawValue: result))")
+    }
+
+    /// The number of processors online, at least 1. The corresponding C call is
+    /// `sysconf(_SC_NPROCESSORS_ONLN)`; where it cannot tell (-1), 1.
+    internal static var onlineProcessorCount: Int {
+        max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    }
+
+    // MARK: Memory
+
+    /// The size of a memory page. The corresponding C call is `sysconf(_SC_PAGESIZE)`, which
+    /// cannot fail on Linux.
+    internal static var pageSize: Int {
+        let size = sysconf(Int32(_SC_PAGESIZE))
+        precondition(size > 0, "RingIO: sysconf(_SC_PAGESIZE) failed")
+        return size
+    }
+
+    /// `byteCount` bytes aligned to `alignment` (a power of two, a multiple of the pointer
+    /// size), uninitialized; release them with ``deallocate(_:)``. The corresponding C function
+    /// is `posix_memalign`.
+    ///
+    /// - Throws: `ENOMEM`.
+    internal static func allocate(byteCount: Int, alignment: Int) throws(Errno) -> UnsafeMutableRawPointer {
+        var memory: UnsafeMutableRawPointer?
+        let result = posix_memalign(&memory, alignment, max(byteCount, 1))
+        guard result == 0, let memory else {
+            // EINVAL: an alignment that is not a power of two times the pointer size — ours.
+            precondition(result != EINVAL, "RingIO: posix_memalign with alignment \(alignment)")
+            throw Errno(rawValue: result == 0 ? ENOMEM : result)
+        }
+        return memory
+    }
+
+    /// Releases memory from ``allocate(byteCount:alignment:)``. The corresponding C function
+    /// is `free`, which cannot fail.
+    internal static func deallocate(_ memory: UnsafeMutableRawPointer) {
+        free(memory)
+    }
+}
+
+// MARK: - eventfd
+
+/// The wake-up descriptor of a ring: other threads write it, the ring keeps a read armed.
+internal enum _EventFD {
+    /// A close-on-exec eventfd counting from 0. The corresponding C call is
+    /// `eventfd(0, EFD_CLOEXEC)`.
+    ///
+    /// - Throws: `EMFILE`, `ENFILE`, `ENOMEM`.
+    internal static func make() throws(Errno) -> CInt {
+        let fd = eventfd(0, Int32(EFD_CLOEXEC))
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        return fd
+    }
+
+    /// Adds 1 to the counter. Never fails for a valid eventfd (the counter cannot overflow
+    /// with our use: the ring reads it back to 0 on every wake-up). The corresponding C
+    /// function is `write`.
+    internal static func signal(_ fd: CInt) {
+        var one: UInt64 = 1
+        while true {
+            let written = write(fd, &one, 8)
+            if written == 8 { return }
+            let error = Errno(rawValue: errno)
+            if error == .interrupted { continue }
+            preconditionFailure("RingIO: write to the ring's eventfd failed: \(error)")
+        }
+    }
+}
+
+// MARK: - pidfd
+
+/// Process descriptors, for process-exit sources.
+internal enum _PidFD {
+    /// A close-on-exec descriptor that becomes readable when process `pid` exits. The
+    /// corresponding C call is `pidfd_open(pid, 0)`.
+    ///
+    /// - Throws: `ESRCH` when there is no such process; `EMFILE`, `ENFILE`, `ENOMEM`.
+    internal static func open(_ pid: pid_t) throws(Errno) -> CInt {
+        let fd = CLiburing_pidfd_open(pid)
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        return fd
+    }
+}
+
+// MARK: - Sockets
+
+/// Socket constants Glibc's Swift overlay does not export (they come with liburing's headers).
+internal enum _SocketConstants {
+    /// `SOCK_STREAM`.
+    internal static let stream = Int32(SOCK_STREAM.rawValue)
+    /// `SOCK_STREAM | SOCK_CLOEXEC`.
+    internal static let streamCloseOnExec = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+}
+
+// MARK: - Clocks
+
+/// The clocks of absolute timeouts.
+internal enum _Clock {
+    /// Now, in nanoseconds: CLOCK_MONOTONIC, or CLOCK_REALTIME when `realtime`. The
+    /// corresponding C function is `clock_gettime`.
+    internal static func nanoseconds(realtime: Bool) -> Int64 {
+        self.read(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC)
+    }
+
+    /// Now, in nanoseconds, from CLOCK_MONOTONIC_COARSE: a few nanoseconds to read (no
+    /// hardware counter), advancing once per kernel tick (1–10 ms). For measuring how long a
+    /// ring turn ran, where only long turns matter.
+    internal static func coarseNanoseconds() -> Int64 {
+        self.read(CLOCK_MONOTONIC_COARSE)
+    }
+
+    @inline(__always)
+    private static func read(_ clock: clockid_t) -> Int64 {
+        var now = timespec()
+        // Fails only for a clock the kernel does not have (EINVAL): these three are in every
+        // kernel io_uring runs on.
+        precondition(clock_gettime(clock, &now) == 0, "RingIO: clock_gettime(\(clock)) failed")
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+}
