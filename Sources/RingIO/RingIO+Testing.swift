@@ -142,4 +142,28 @@ package enum _RingIOTesting {
     package static func fileSize(atPath path: String, followingLinks: Bool) throws(Errno) -> Int64 {
         Int64(try _POSIX.status(ofPath: path, followingLinks: followingLinks).st_size)
     }
+
+    // MARK: Ring confinement
+
+    /// Calls a ring-only entry point of `channel`'s descriptor entry from the calling thread:
+    /// debug builds stop the process there (`assertOnRingThread()`).
+    package static func touchChannelOffRing(_ channel: IOChannel) {
+        _ = channel.state.entry?.stickyError
+    }
+
+    /// Hands `source` a completion of no operation of its, from the calling thread: debug
+    /// builds stop the process there.
+    package static func touchSourceOffRing(_ source: IOSource) {
+        source.core.ringOperationCompleted(result: 0, flags: CompletionFlags(0), context: 0xff)
+    }
+
+    /// Hands `listener`'s first acceptor a completion of no operation of its, from the calling
+    /// thread: debug builds stop the process there.
+    package static func touchListenerOffRing(_ listener: IOListener) {
+        listener.shared.acceptors[0].ringOperationCompleted(
+            result: 0,
+            flags: CompletionFlags(0),
+            context: 0xff
+        )
+    }
 }

@@ -12,8 +12,9 @@ import Glibc
 /// The state behind an ``IOChannel``.
 ///
 /// Confinement: the properties under "ring thread only" are touched only on the ring thread of
-/// `entry` (public calls from other threads reach it through `perform`, in program order). A
-/// channel whose creation failed has no entry; its state never changes after init.
+/// `entry` (public calls from other threads reach it through `perform`, in program order); the
+/// methods under "Ring thread" check so in debug builds. A channel whose creation failed has
+/// no entry; its state never changes after init.
 internal final class _ChannelState: @unchecked Sendable {
     // MARK: Immutable after init
     let kind: IOChannel.Kind
@@ -223,6 +224,7 @@ internal final class _ChannelState: @unchecked Sendable {
 
     /// Admits or refuses `operation`; see `schedule`.
     func submitOnRingThread(_ operation: _Operation) {
+        self.entry?.core.assertOnRingThread()
         operation.snapshotPolicies(of: self)
         operation.scheduled = true
         guard let entry = self.entry else { return }
@@ -241,6 +243,7 @@ internal final class _ChannelState: @unchecked Sendable {
     }
 
     private func close(stop: Bool) {
+        self.entry?.core.assertOnRingThread()
         self.closed = true
         if stop && !self.stopped {
             self.stopped = true
@@ -253,6 +256,7 @@ internal final class _ChannelState: @unchecked Sendable {
 
     /// Called by an operation after its final handler call is on its way.
     func operationFinished(_ operation: _Operation) {
+        self.entry?.core.assertOnRingThread()
         if let index = self.operations.firstIndex(where: { $0 === operation }) {
             self.operations.remove(at: index)
         }

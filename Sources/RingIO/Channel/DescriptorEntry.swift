@@ -40,9 +40,10 @@ internal final class _PathToOpen {
 /// time per lane: reads and writes of a stream on a pipe or socket are separate lanes, every
 /// stream operation on a regular file shares one.
 ///
-/// Confinement: everything except `liveChannels` is touched only on `ring`'s thread;
-/// `liveChannels` is guarded by the registry's lock for descriptor entries (a path entry has a
-/// single channel and touches it on the ring).
+/// Confinement: everything except `liveChannels` is touched only on `ring`'s thread — every
+/// method the channels and operations call checks so in debug builds
+/// (`assertOnRingThread()`); `liveChannels` is guarded by the registry's lock for descriptor
+/// entries (a path entry has a single channel and touches it on the ring).
 internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable {
     // MARK: Immutable after init
     let ring: RingLoop
@@ -124,17 +125,20 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // MARK: Channels
 
     func attach(_ channel: _ChannelState) {
+        self.core.assertOnRingThread()
         self.channels.append(channel)
     }
 
     /// An error every new operation ends with at once: EBADF poisoning, a failed open (R28).
     var stickyError: Errno? {
+        self.core.assertOnRingThread()
         if let poison = self.poison { return poison }
         if case .failed(let error) = self.openState { return error }
         return nil
     }
 
     func channelDone(_ channel: _ChannelState) {
+        self.core.assertOnRingThread()
         self.cleanups.append((channel.cleanupQueue, channel.cleanupHandler))
         if let index = self.channels.firstIndex(where: { $0 === channel }) {
             self.channels.remove(at: index)
@@ -176,6 +180,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // MARK: Admitting and ordering operations
 
     func enqueue(_ operation: _Operation) {
+        self.core.assertOnRingThread()
         self.unretired += 1
         operation.startIntervalTimer()
         if self.barrier != nil || !self.blocked.isEmpty {
@@ -216,6 +221,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
 
     /// Called by an operation when its final handler call is on its way (before it retires).
     func operationFinished(_ operation: _Operation) {
+        self.core.assertOnRingThread()
         if operation.admitted {
             self.admittedUnfinished -= 1
             if let lane = operation.lane {
@@ -245,6 +251,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
 
     /// Called by an operation when it is finished and no syscall of its is in flight.
     func operationRetired() {
+        self.core.assertOnRingThread()
         self.unretired -= 1
         self.finishIfIdle()
     }
@@ -252,6 +259,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // MARK: Barriers
 
     func enqueueBarrier(_ work: @escaping @Sendable () -> Void, queue: any IOQueue) {
+        self.core.assertOnRingThread()
         let barrier = _Barrier(work: work, queue: queue)
         self.unretired += 1
         if self.barrier != nil || !self.blocked.isEmpty {
@@ -284,6 +292,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     private func barrierDone() {
+        self.core.assertOnRingThread()
         self.barrier = nil
         self.unretired -= 1
         while self.barrier == nil, !self.blocked.isEmpty {
@@ -300,6 +309,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     /// Ends every operation of every channel on the descriptor with `error`; later ones end
     /// with it at once (R65).
     func poison(_ error: Errno) {
+        self.core.assertOnRingThread()
         guard self.poison == nil else { return }
         self.poison = error
         for channel in self.channels {
@@ -373,6 +383,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
 
     /// Moves up to `maximum` bytes of what was received and not yet taken to the caller.
     func takeReceived(upTo maximum: Int) -> ByteRope {
+        self.core.assertOnRingThread()
         if self.carry.count <= maximum {
             let taken = self.carry
             self.carry = ByteRope()
@@ -383,19 +394,24 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         return taken
     }
 
-    var hasReceived: Bool { !self.carry.isEmpty }
+    var hasReceived: Bool {
+        self.core.assertOnRingThread()
+        return !self.carry.isEmpty
+    }
 
     /// Whether the descriptor was opened with O_APPEND (writes go to the end whatever the
     /// offset). Asked once, after the open: the flags must not change under a channel (R24).
     /// When they cannot be read (the descriptor was closed under the channel), `false`: the
     /// write itself then fails with the descriptor's error.
     private(set) lazy var appends: Bool = {
+        self.core.assertOnRingThread()
         guard let flags = try? _POSIX.statusFlags(of: self.fd) else { return false }
         return flags & O_APPEND != 0
     }()
 
     /// Arms a receive for the head read if it wants data and none is armed.
     func receiveWanted() {
+        self.core.assertOnRingThread()
         guard self.receive == nil, !self.awaitingBuffers, let head = self.readHead, head.wantsData else { return }
         let pool = self.core.providedBuffers
         let remaining = head.remaining
@@ -435,6 +451,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     /// Cancels the armed receive (the head read paused, the lane emptied, the entry is
     /// finishing); bytes still arriving wait in `carry`.
     func cancelReceive() {
+        self.core.assertOnRingThread()
         guard let receive = self.receive, !self.receiveCancelled else { return }
         self.receiveCancelled = true
         self.core.submit(.cancel(userData: receive), target: self, context: Tag.ignore)
@@ -446,6 +463,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        self.core.assertOnRingThread()
         switch context {
         case Tag.receive:
             if !flags.hasMore { self.receive = nil }

@@ -49,17 +49,20 @@ internal class _ReadOperation: _Operation, @unchecked Sendable {
     override var completesAtOnce: Bool { self.length == 0 }
 
     override func completeAtOnce() {
+        self.entry.core.assertOnRingThread()
         self.isFinished = true
         self.deliver(done: true, data: ByteRope(), error: nil)  // R37
     }
 
     override func finalCall(error: Errno) {
+        self.entry.core.assertOnRingThread()
         self.flushPending()
         self.deliver(done: true, data: nil, error: error)
     }
 
     /// Adds bytes read; delivers per the water marks or finishes when `length` is reached.
     final func accept(_ data: ByteRope) {
+        self.entry.core.assertOnRingThread()
         guard !data.isEmpty else { return }
         self.pending.append(data)
         self.received += data.count
@@ -102,6 +105,7 @@ internal class _ReadOperation: _Operation, @unchecked Sendable {
 
     /// EOF: the pending bytes, then `(true, empty, nil)` (R35).
     final func endOfFile() {
+        self.entry.core.assertOnRingThread()
         guard !self.isFinished else { return }
         self.flushPending()
         self.deliver(done: true, data: ByteRope(), error: nil)
@@ -109,6 +113,7 @@ internal class _ReadOperation: _Operation, @unchecked Sendable {
     }
 
     override func tick() {
+        self.entry.core.assertOnRingThread()
         if self.strictInterval {
             // R52: deliver what is pending, even nothing.
             if self.pending.isEmpty {
@@ -151,6 +156,7 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     override var countsHeldBytes: Bool { true }
 
     override func begin() {
+        self.entry.core.assertOnRingThread()
         self.started = true
         self.takeReceivedBytes()
         if !self.isFinished && !self.paused { self.entry.receiveWanted() }
@@ -158,6 +164,7 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
 
     /// Takes what the entry has received, up to what this read still wants.
     func takeReceivedBytes() {
+        self.entry.core.assertOnRingThread()
         guard self.wantsData, self.entry.hasReceived else { return }
         self.accept(self.entry.takeReceived(upTo: self.remaining))
         if !self.isFinished && self.heldBytes.load(ordering: .relaxed) >= _ChannelLimits.heldBytesLimit {
@@ -169,6 +176,7 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     }
 
     override func heldBytesDropped() {
+        self.entry.core.assertOnRingThread()
         guard self.paused, self.heldBytes.load(ordering: .relaxed) < _ChannelLimits.heldBytesLimit else { return }
         self.paused = false
         self.takeReceivedBytes()
@@ -176,11 +184,13 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     }
 
     func receivedEndOfFile() {
+        self.entry.core.assertOnRingThread()
         self.takeEverythingReceived()
         self.endOfFile()
     }
 
     func receiveFailed(_ error: Errno) {
+        self.entry.core.assertOnRingThread()
         self.takeEverythingReceived()
         self.terminate(error)
     }
@@ -194,6 +204,7 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
 
     /// `untilWouldBlock`: the stream has nothing more now; finish with what was read (R78).
     func wouldBlock() {
+        self.entry.core.assertOnRingThread()
         guard !self.isFinished else { return }
         let rest = self.pending
         self.pending = ByteRope()
@@ -235,6 +246,7 @@ internal final class _FileReadOperation: _ReadOperation, @unchecked Sendable {
     private var sequential = false
 
     override func begin() {
+        self.entry.core.assertOnRingThread()
         self.started = true
         if self.channel.kind == .stream {
             if let position = try? _POSIX.seek(self.entry.fd, to: 0, from: SEEK_CUR) {
@@ -278,6 +290,7 @@ internal final class _FileReadOperation: _ReadOperation, @unchecked Sendable {
     }
 
     override func completed(result: Int32, flags: CompletionFlags, context: UInt64) {
+        self.entry.core.assertOnRingThread()
         let sequence = context - Tag.io
         if let index = self.discarded.firstIndex(where: { $0.sequence == sequence }) {
             self.discarded.remove(at: index)
@@ -320,6 +333,7 @@ internal final class _FileReadOperation: _ReadOperation, @unchecked Sendable {
     }
 
     override func terminate(_ error: Errno) {
+        self.entry.core.assertOnRingThread()
         guard !self.isFinished else { return }
         // Chunk reads in flight finish on their own (a file read is not interruptible); their
         // results are dropped and their memory is released with them.
@@ -329,6 +343,7 @@ internal final class _FileReadOperation: _ReadOperation, @unchecked Sendable {
     }
 
     override func finish() {
+        self.entry.core.assertOnRingThread()
         if let start = self.streamStart, !self.isFinished {
             // It had a position at the start; failing now means the descriptor was closed under
             // the channel, which the next operation reports (EBADF).

@@ -96,17 +96,20 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     override var completesAtOnce: Bool { self.data.isEmpty }
 
     override func completeAtOnce() {
+        self.entry.core.assertOnRingThread()
         self.isFinished = true
         self.deliver(done: true, data: nil, error: nil)  // R39
     }
 
     override func finalCall(error: Errno) {
+        self.entry.core.assertOnRingThread()
         self.deliver(done: true, data: self.data.subrange(self.written...), error: error)
     }
 
     override var unsentData: ByteRope? { self.data }
 
     override func begin() {
+        self.entry.core.assertOnRingThread()
         self.started = true
         if self.channel.kind == .randomAccess {
             let (start, overflow) = self.channel.base.addingReportingOverflow(self.offset)
@@ -129,6 +132,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     }
 
     override func finish() {
+        self.entry.core.assertOnRingThread()
         if self.setsPosition && !self.isFinished {
             // As in `_FileReadOperation.finish`: only a descriptor closed under the channel
             // fails here, and the next operation reports that.
@@ -203,6 +207,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     }
 
     override func completed(result: Int32, flags: CompletionFlags, context: UInt64) {
+        self.entry.core.assertOnRingThread()
         if context == Tag.io + WriteTag.poll {
             self.pollInFlight = false
             if let error = self.terminating {
@@ -258,6 +263,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     }
 
     override func terminate(_ error: Errno) {
+        self.entry.core.assertOnRingThread()
         guard !self.isFinished else { return }
         if self.syscallInFlight || self.pollInFlight {
             // Cancel it and end when it returns: it may have written part of the data.
@@ -271,6 +277,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     }
 
     override func tick() {
+        self.entry.core.assertOnRingThread()
         if self.strictInterval && self.started {
             self.deliver(done: false, data: self.data.subrange(self.written...), error: nil)
         }

@@ -21,6 +21,7 @@ public struct IOConnection: Sendable {
 
     /// Wraps an accepted descriptor. On `ring`'s thread.
     init(accepted fd: CInt, on ring: RingLoop, shared: _ListenerState) {
+        ring.core.assertOnRingThread()
         self.ring = ring
         self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { _ in
             _POSIX.close(fd)

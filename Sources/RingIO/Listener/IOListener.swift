@@ -286,7 +286,9 @@ internal final class _ListenerState: @unchecked Sendable {
 
 /// One listening socket and its multishot accept, on one ring.
 ///
-/// Confinement: everything but `fd` (immutable) is touched only on `ring`'s thread.
+/// Confinement: everything but `fd` (immutable) and `socketClosedForStop` (locked) is touched
+/// only on `ring`'s thread; the methods that touch it check so in debug builds
+/// (`assertOnRingThread()`). `start`, `resumeIfPaused` and `stop` are for any thread.
 internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     let ring: RingLoop
     let fd: CInt
@@ -341,6 +343,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
             if !closed { _ = try? _POSIX.shutdown(self.fd, how: CInt(SHUT_RDWR)) }
         }
         self.perform { acceptor in
+            acceptor.ring.core.assertOnRingThread()
             acceptor.stopping = true
             for connection in acceptor.held { _POSIX.close(connection) }
             acceptor.held.removeAll()
@@ -352,6 +355,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     }
 
     private func arm() {
+        self.ring.core.assertOnRingThread()
         if !self.stopping && self.ring.core.isStopping {
             self.ringStopped()
             return
@@ -364,11 +368,13 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
 
     @discardableResult
     private func submit(_ request: RingRequest, tag: UInt64) -> UInt64 {
+        self.ring.core.assertOnRingThread()
         self.inFlight += 1
         return self.ring.core.submit(request, target: self, context: tag)
     }
 
     private func closeSocketIfIdle() {
+        self.ring.core.assertOnRingThread()
         guard self.stopping, self.inFlight == 0, !self.socketClosed else { return }
         self.socketClosed = true
         self.socketClosedForStop.withLock { closed in
@@ -382,6 +388,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     /// socket closes once nothing is in flight; the async iteration ends with ECANCELED after
     /// the connections already accepted.
     private func ringStopped() {
+        self.ring.core.assertOnRingThread()
         self.stopping = true
         for connection in self.held { _POSIX.close(connection) }
         self.held.removeAll()
@@ -393,6 +400,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     }
 
     func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        self.ring.core.assertOnRingThread()
         if !flags.hasMore { self.inFlight -= 1 }
         defer { self.closeSocketIfIdle() }
         switch context {
@@ -414,6 +422,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     }
 
     private func accepted(_ connection: CInt) {
+        self.ring.core.assertOnRingThread()
         guard !self.stopping else {
             _POSIX.close(connection)
             return
@@ -459,12 +468,14 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     }
 
     private func handOutHeld() {
+        self.ring.core.assertOnRingThread()
         while !self.held.isEmpty && self.takeSlot() {
             self.handOut(self.held.removeFirst())
         }
     }
 
     private func handOut(_ connection: CInt) {
+        self.ring.core.assertOnRingThread()
         if let connections = self.shared.connections {
             connections.push(IOConnection(accepted: connection, on: self.ring, shared: self.shared))
             return
@@ -474,6 +485,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     }
 
     private func failed(_ error: Errno) {
+        self.ring.core.assertOnRingThread()
         switch error {
         case .canceled, .invalidArgument, .badFileDescriptor:
             return  // our own cancel, or the socket was shut down or closed

@@ -12,9 +12,10 @@ import Glibc
 /// The state behind an ``IOSource``.
 ///
 /// Confinement: properties under "ring thread only" are touched only on `ring`'s thread; public
-/// calls reach it through `perform`. The handlers are locked (set from any thread, read on the
-/// queue); the suspend count, the cancel flag, the custom sources' pending value and the data of
-/// the current event are atomics.
+/// calls reach it through `perform`, and the methods under "Ring thread" check the thread in
+/// debug builds. The handlers are locked (set from any thread, read on the queue); the suspend
+/// count, the cancel flag, the custom sources' pending value and the data of the current event
+/// are atomics.
 ///
 /// Delivery: one event handler call at a time. While a call is queued or running, or while the
 /// source is suspended, events merge into `pending`; when the call returns, the queue tells the
@@ -168,9 +169,17 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
 
     // MARK: Ring thread
 
+    /// Checks, in debug builds, that the caller runs on the source's ring thread (there is one
+    /// whenever ring-thread code runs at all: `perform` does nothing without a ring).
+    @inline(__always)
+    private func assertOnRingThread() {
+        assert(self.ring?.core.isRingThread ?? false, "RingIO: source state touched off its ring thread")
+    }
+
     private var isSuspended: Bool { self.suspendCount.load(ordering: .acquiring) > 0 }
 
     private func resumed() {
+        self.assertOnRingThread()
         if self.cancelled {
             self.finishCancelIfIdle()
             return
@@ -196,6 +205,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
 
     /// Arms what the kind needs, on first resume.
     private func register() {
+        self.assertOnRingThread()
         switch self.kind {
         case .timer:
             if let pending = self.pendingSchedule {
@@ -221,6 +231,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     private var pendingSchedule: (delay: Duration, interval: Duration?)?
 
     private func armTimer(delay: Duration, interval: Duration?) {
+        self.assertOnRingThread()
         guard !self.cancelled else { return }
         guard self.registered else {
             self.pendingSchedule = (delay, interval)
@@ -253,6 +264,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     /// is between its fire and its re-arm finds nothing, and the timeout then runs forever.
     /// A one-shot that fired before its cancel landed is simply not re-armed.
     private func armTimer(at deadline: Int64, realtime: Bool) {
+        self.assertOnRingThread()
         self.timerDeadline = deadline
         let spec = _KernelTimespec(nanoseconds: deadline)
         self.timerSpec = spec
@@ -273,6 +285,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     }
 
     private func timerFired(tag: UInt64) {
+        self.assertOnRingThread()
         var fires: UInt = 1
         if let interval = self.timerInterval, !self.cancelled {
             let now = _Clock.nanoseconds(realtime: false)
@@ -298,6 +311,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     // Signals
 
     private func armSignalRead() {
+        self.assertOnRingThread()
         guard let slot = self.signalSlot, !self.cancelled else { return }
         let buffer = UnsafeMutableRawBufferPointer(start: self.signalBuffer, count: 8)
         self.armedOperation = self.submit(.read(fd: slot.eventFD, buffer: buffer, offset: -1), tag: Tag.signalRead)
@@ -309,6 +323,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     /// delivered (resumed, no call in flight), so a handler that leaves data behind is called
     /// again and a suspended source costs nothing.
     private func armReadinessIfNeeded() {
+        self.assertOnRingThread()
         guard !self.cancelled, !self.pollArmed, !self.handlerRunning, !self.isSuspended, !self.hasEvent else {
             return
         }
@@ -326,6 +341,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     }
 
     private func pollCompleted(result: Int32) {
+        self.assertOnRingThread()
         self.pollArmed = false
         guard !self.cancelled else { return }
         guard result >= 0 else {
@@ -360,6 +376,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     // Custom
 
     private func takeCustom() {
+        self.assertOnRingThread()
         self.customScheduled.store(false, ordering: .sequentiallyConsistent)
         let value = self.customPending.exchange(0, ordering: .acquiringAndReleasing)
         guard value != 0, !self.cancelled else { return }
@@ -371,6 +388,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     // Delivering
 
     private func deliverIfReady() {
+        self.assertOnRingThread()
         guard self.hasEvent, !self.handlerRunning, !self.cancelled, self.registered, !self.isSuspended,
             let core = self.core
         else { return }
@@ -388,6 +406,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     /// On the queue, after an event (or the registration) handler returned.
     private func handlerReturned() {
         self.perform { source in
+            source.assertOnRingThread()
             source.handlerRunning = false
             if source.cancelled {
                 source.finishCancelIfIdle()
@@ -401,6 +420,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     // Cancelling
 
     private func cancelOnRing() {
+        self.assertOnRingThread()
         guard !self.cancelled else { return }
         self.cancelled = true
         if let armed = self.armedTimer {
@@ -421,6 +441,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     /// The cancel handler, once: after the last event handler returned and, as dispatch, once
     /// the source is resumed.
     private func finishCancelIfIdle() {
+        self.assertOnRingThread()
         guard self.cancelled, !self.cancelDelivered, !self.handlerRunning, !self.isSuspended,
             let core = self.core
         else { return }
@@ -438,11 +459,13 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
 
     @discardableResult
     private func submit(_ request: RingRequest, tag: UInt64) -> UInt64 {
+        self.assertOnRingThread()
         self.inFlight += 1
         return self.core!.submit(request, target: self, context: tag)
     }
 
     func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        self.assertOnRingThread()
         if !flags.hasMore { self.inFlight -= 1 }
         let tag = context & 0xff
         switch tag {
