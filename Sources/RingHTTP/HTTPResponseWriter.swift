@@ -124,6 +124,7 @@ public struct HTTPResponseWriter: Sendable {
     /// Formats the head into a temporary buffer of `capacity` bytes (on the stack when it is
     /// small) and copies it into a rope. `_HeadOutput` checks every write against the end of
     /// the buffer, so a `capacity` that underestimates the head traps, never overruns.
+    @inline(__always)
     private func writeHead(
         _ response: HTTPResponse,
         for request: HTTPRequestHead?,
@@ -283,6 +284,7 @@ private struct _HeadOutput {
         self.cursor += count
     }
 
+    @inline(__always)
     mutating func writeDecimal(_ value: Int) {
         precondition(value >= 0, "negative length")
         var digits = 1
