@@ -249,6 +249,34 @@ internal enum _POSIX {
         precondition(result == 0, "RingIO: pthread_sigmask failed: \(Errno(rawValue: result))")
     }
 
+    /// Installs `handler` for `signal` (with `SA_RESTART`, nothing blocked during it) and
+    /// returns the action it replaces, for ``restoreSignalAction(_:_:)``. The corresponding C
+    /// functions are `sigemptyset` and `sigaction`.
+    ///
+    /// - Precondition: `signal` is a signal whose action can be changed (the callers check
+    ///   theirs: not SIGKILL or SIGSTOP, within 1 ..< 65).
+    internal static func setSignalHandler(
+        _ signal: CInt,
+        _ handler: @convention(c) (CInt) -> Void
+    ) -> sigaction {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = handler
+        action.sa_flags = SA_RESTART
+        sigemptyset(&action.sa_mask)
+        var previous = sigaction()
+        let result = sigaction(signal, &action, &previous)
+        precondition(result == 0, "RingIO: sigaction(\(signal)) failed: \(Errno(rawValue: errno))")
+        return previous
+    }
+
+    /// Puts back `action`, returned by ``setSignalHandler(_:_:)``, for `signal`. The
+    /// corresponding C function is `sigaction`.
+    internal static func restoreSignalAction(_ signal: CInt, _ action: sigaction) {
+        var action = action
+        let result = sigaction(signal, &action, nil)
+        precondition(result == 0, "RingIO: sigaction(\(signal)) failed: \(Errno(rawValue: errno))")
+    }
+
     /// The number of processors online, at least 1. The corresponding C call is
     /// `sysconf(_SC_NPROCESSORS_ONLN)`; where it cannot tell (-1), 1.
     internal static var onlineProcessorCount: Int {
@@ -290,7 +318,8 @@ internal enum _POSIX {
 
 // MARK: - eventfd
 
-/// The wake-up descriptor of a ring: other threads write it, the ring keeps a read armed.
+/// Eventfds: a ring's wake-up descriptor (other threads write it, the ring keeps a read armed)
+/// and a signal source's counter (the signal handler writes it).
 internal enum _EventFD {
     /// A close-on-exec eventfd counting from 0. The corresponding C call is
     /// `eventfd(0, EFD_CLOEXEC)`.
@@ -314,6 +343,14 @@ internal enum _EventFD {
             if error == .interrupted { continue }
             preconditionFailure("RingIO: write to the ring's eventfd failed: \(error)")
         }
+    }
+
+    /// Empties the counter without blocking (a signal source's eventfd, before it is reused).
+    /// The corresponding C functions are `poll` and `read`.
+    internal static func drain(_ fd: CInt) {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var value: UInt64 = 0
+        while poll(&descriptor, 1, 0) == 1 && read(fd, &value, 8) == 8 {}
     }
 }
 

@@ -17,11 +17,14 @@ import Glibc
 /// its eventfd, whose 8-byte counter is the number of signals since the last read — the
 /// coalescing comes for free.
 ///
-/// Async-signal safety: the handler only loads descriptor numbers from `slots` (plain memory,
-/// allocated before any handler is installed, never freed) and calls `write(2)`, saving and
-/// restoring `errno`. A slot is emptied (-1) before its source lets its eventfd go, and the
-/// eventfd is not closed but kept for the next registration (drained first): a handler still
-/// holding the old number writes to a descriptor that is still an eventfd of ours.
+/// Async-signal safety: the handler only loads descriptor numbers from `slots` (lock-free
+/// atomics, allocated before any handler is installed, never freed) and calls `write(2)`,
+/// saving and restoring `errno`. Registrations store to the slots under `state`'s lock; the
+/// handler, which may interrupt any thread — one holding that lock included — takes no lock and
+/// loads them atomically, so there is no data race between a store and the handler's load. A
+/// slot is emptied (-1) before its source lets its eventfd go, and the eventfd is not closed but
+/// kept for the next registration (drained first): a handler still holding the old number writes
+/// to a descriptor that is still an eventfd of ours.
 internal enum _SignalRouter {
     /// Signals 1 ..< 65 (SIGRTMAX is 64 on Linux).
     static let signalLimit: CInt = 65
@@ -48,28 +51,25 @@ internal enum _SignalRouter {
         let slots = _signalSlots
         return self.state.withLock { state -> Registration? in
             let base = Int(signal) * slotsPerSignal
-            guard let slot = (0..<slotsPerSignal).first(where: { slots[base + $0] < 0 }) else {
+            guard let slot = (0..<slotsPerSignal).first(where: { slots[base + $0].load(ordering: .relaxed) < 0 })
+            else {
                 preconditionFailure("IOSource.signal(\(signal)): more than \(slotsPerSignal) sources watch this signal")
             }
             let eventFD: CInt
             if let spare = state.spareEventFDs.popLast() {
                 eventFD = spare
-                drain(eventFD)
+                _EventFD.drain(eventFD)
             } else {
                 guard let made = try? _EventFD.make() else { return nil }
                 eventFD = made
             }
-            slots[base + slot] = eventFD
+            // Releasing: a handler that loads the number sees a descriptor that is open.
+            slots[base + slot].store(eventFD, ordering: .releasing)
             if var watching = state.watchers[signal] {
                 watching.count += 1
                 state.watchers[signal] = watching
             } else {
-                var action = sigaction()
-                action.__sigaction_handler.sa_handler = _signalHandler
-                action.sa_flags = SA_RESTART
-                sigemptyset(&action.sa_mask)
-                var previous = sigaction()
-                sigaction(signal, &action, &previous)
+                let previous = _POSIX.setSignalHandler(signal, _signalHandler)
                 state.watchers[signal] = (1, previous)
             }
             return Registration(signal: signal, slot: slot, eventFD: eventFD)
@@ -80,34 +80,30 @@ internal enum _SignalRouter {
     static func unregister(_ registration: Registration) {
         let slots = _signalSlots
         self.state.withLock { state in
-            slots[Int(registration.signal) * slotsPerSignal + registration.slot] = -1
+            slots[Int(registration.signal) * slotsPerSignal + registration.slot].store(-1, ordering: .releasing)
             state.spareEventFDs.append(registration.eventFD)
             guard var watching = state.watchers[registration.signal] else { return }
             watching.count -= 1
             if watching.count == 0 {
-                var previous = watching.previous
-                sigaction(registration.signal, &previous, nil)
+                _POSIX.restoreSignalAction(registration.signal, watching.previous)
                 state.watchers[registration.signal] = nil
             } else {
                 state.watchers[registration.signal] = watching
             }
         }
     }
-
-    /// Empties an eventfd's counter without blocking.
-    private static func drain(_ eventFD: CInt) {
-        var descriptor = pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0)
-        var value: UInt64 = 0
-        while poll(&descriptor, 1, 0) == 1 && read(eventFD, &value, 8) == 8 {}
-    }
 }
 
 /// The eventfds of the sources watching each signal (-1: none): `signalLimit × slotsPerSignal`
-/// entries, read by the signal handler. Allocated once, never freed.
-nonisolated(unsafe) private let _signalSlots: UnsafeMutablePointer<CInt> = {
+/// atomics, loaded by the signal handler. Allocated once, never freed (a handler may run at any
+/// time while the process lives); the one allocation LeakSanitizer may see as still reachable.
+///
+/// `nonisolated(unsafe)`: the pointer itself is immutable once made; the memory it points to
+/// is only accessed through the atomics.
+nonisolated(unsafe) private let _signalSlots: UnsafeMutablePointer<Atomic<CInt>> = {
     let count = Int(_SignalRouter.signalLimit) * _SignalRouter.slotsPerSignal
-    let slots = UnsafeMutablePointer<CInt>.allocate(capacity: count)
-    slots.initialize(repeating: -1, count: count)
+    let slots = UnsafeMutablePointer<Atomic<CInt>>.allocate(capacity: count)
+    for index in 0..<count { (slots + index).initialize(to: Atomic(-1)) }
     return slots
 }()
 
@@ -117,7 +113,7 @@ private let _signalHandler: @convention(c) (CInt) -> Void = { signal in
     var one: UInt64 = 1
     let base = Int(signal) * _SignalRouter.slotsPerSignal
     for index in 0..<_SignalRouter.slotsPerSignal {
-        let eventFD = _signalSlots[base + index]
+        let eventFD = _signalSlots[base + index].load(ordering: .acquiring)
         if eventFD >= 0 { _ = write(eventFD, &one, 8) }
     }
     errno = savedErrno
