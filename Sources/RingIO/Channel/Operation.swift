@@ -66,8 +66,10 @@ internal class _Operation: RingOperationTarget {
 
     // MARK: Handler calls (any thread, see `deliver`)
     private let calls = Mutex(_HandlerCalls())
-    /// The calls being run; touched only by the one running drain.
-    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    /// The calls being run; touched only by the one running drain (`runDelivered`), on the
+    /// handler queue. The `running` flag, set and cleared under `calls`' lock, admits one
+    /// drainer at a time, and that lock orders one drainer's accesses before the next one's.
+    // @exclusivity(unchecked): one drainer at a time, so accesses never overlap.
     @exclusivity(unchecked) private var draining: [_HandlerCall] = []
 
     init(
@@ -99,6 +101,7 @@ internal class _Operation: RingOperationTarget {
 
     /// Takes the channel's water marks and interval as they are now (R46).
     func snapshotPolicies(of channel: _ChannelState) {
+        self.entry.core.assertOnRingThread()
         self.lowWater = channel.lowWater
         self.highWater = channel.highWater
         self.intervalNanoseconds = channel.intervalNanoseconds
@@ -132,11 +135,13 @@ internal class _Operation: RingOperationTarget {
     /// Submits `request` with this operation as its target.
     @discardableResult
     final func submit(_ request: RingRequest, tag: UInt64 = Tag.io) -> UInt64 {
+        self.entry.core.assertOnRingThread()
         self.inFlight += 1
         return self.entry.core.submit(request, target: self, context: tag)
     }
 
     final func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        self.entry.core.assertOnRingThread()
         if !flags.hasMore { self.inFlight -= 1 }
         if context == Tag.timer {
             self.timer = nil
@@ -152,6 +157,7 @@ internal class _Operation: RingOperationTarget {
 
     /// Starts the interval timer, if the channel has an interval (R50).
     final func startIntervalTimer() {
+        self.entry.core.assertOnRingThread()
         guard self.intervalNanoseconds > 0 && self.intervalNanoseconds < Int64.max / 2 else { return }
         self.armIntervalTimer(after: _Clock.nanoseconds(realtime: false))
     }
@@ -184,6 +190,7 @@ internal class _Operation: RingOperationTarget {
     /// `DispatchQueue`. A read's bytes that arrive while its previous call still waits join
     /// that call (up to the high water mark): one handler call per batch of completions.
     final func deliver(done: Bool, data: ByteRope?, error: Errno?) {
+        self.entry.core.assertOnRingThread()
         if let awaiting = self.awaiting {
             self.resume(awaiting, done: done, data: data, error: error)
             return
@@ -314,6 +321,7 @@ internal class _Operation: RingOperationTarget {
 
     /// Refuses an operation of a closed or failed channel: one final call with `error`.
     final func refuse(_ error: Errno) {
+        self.entry.core.assertOnRingThread()
         self.isFinished = true
         self.retired = true
         self.finalCall(error: error)
@@ -321,6 +329,7 @@ internal class _Operation: RingOperationTarget {
 
     /// After the final call: tells the entry and the channel, cancels the timer.
     func finish() {
+        self.entry.core.assertOnRingThread()
         guard !self.isFinished else { return }
         self.isFinished = true
         if let timer = self.timer {
@@ -339,8 +348,16 @@ internal class _Operation: RingOperationTarget {
     }
 }
 
-// @unchecked: an operation is touched only on its entry's ring thread; other threads only carry
-// the reference there (to schedule or stop it).
+// @unchecked: each stored property has one owner, marked by the MARK above it —
+// - "Immutable after init": read anywhere.
+// - "Ring thread only": touched only on the entry's ring thread (the methods that touch them
+//   check so in debug builds); other threads only carry the reference there.
+// - `awaiting`, `collected`: set by the scheduling thread before the operation is handed to the
+//   ring (the inbox orders that), then touched only on the ring thread — or, when the ring exited
+//   before the operation reached it, by `ringExited` on the thread that took it back out of the
+//   inbox (the ring thread never saw it).
+// - `cancelRequested`, `heldBytes`: atomics.
+// - `calls`: a Mutex; `draining`: the one drainer's, on the handler queue (see `runDelivered`).
 extension _Operation: @unchecked Sendable {}
 
 extension _Operation: _RingRunnable {}
