@@ -518,6 +518,33 @@ struct ListenerOptionTests {
         log.expectWellFormed()
     }
 
+    @Test("port and localAddresses stay the bound ones after close, when the sockets are gone")
+    func addressesAfterClose() throws {
+        let group = try RingLoopGroup(count: 2, entries: 64)
+        defer { group.shutdown() }
+        var options = IOListener.Options()
+        options.reusePort = true
+        let listener = try IOListener(
+            host: "127.0.0.1",
+            port: 0,
+            options: options,
+            group: group,
+            queue: DispatchQueue(label: "listener-addresses"),
+            handler: { _ in }
+        )
+        let port = listener.port
+        #expect(port != 0)
+        #expect(listener.localAddresses == ["127.0.0.1:\(port)", "127.0.0.1:\(port)"])
+        listener.close()
+        let socketsGone = eventually { listeningSocketCount(port: port) == 0 }
+        #expect(socketsGone, "the listening sockets are closed")
+        // New descriptors now take the lowest free numbers, the listener's old ones among them.
+        let others = (0..<4).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0) }
+        defer { for fd in others where fd >= 0 { close(fd) } }
+        #expect(listener.port == port)
+        #expect(listener.localAddresses == ["127.0.0.1:\(port)", "127.0.0.1:\(port)"])
+    }
+
     @Test("with reusePort, a second listener binds the same port")
     func reusePortTwice() throws {
         let context = try ChannelContext(.ring)

@@ -69,6 +69,9 @@ public final class IOListener: Sendable {
 
     private let acceptors: [_Acceptor]
     internal let shared: _ListenerState
+    /// The bound addresses, read once the sockets listen: their descriptors close with the
+    /// listener (and their numbers may then name someone else's), their addresses do not change.
+    private let boundAddresses: [_SocketAddress.Bound]
 
     /// Binds and listens, then accepts on the ring(s).
     ///
@@ -84,8 +87,8 @@ public final class IOListener: Sendable {
     ///     if it is a ring, else the next ring of ``RingLoopGroup/shared``.
     ///   - queue: Where `handler` runs.
     ///   - handler: Called for each accepted connection and each failure.
-    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…) or
-    ///   `listen`; of io_uring's set-up when there is no ring.
+    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
+    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
     public init(
         host: String,
         port: UInt16,
@@ -97,7 +100,7 @@ public final class IOListener: Sendable {
     ) throws(Errno) {
         let shared = _ListenerState(options: options, queue: queue, handler: handler, connections: nil)
         self.shared = shared
-        self.acceptors = try Self.bind(
+        (self.acceptors, self.boundAddresses) = try Self.bind(
             host: host,
             port: port,
             options: options,
@@ -131,8 +134,8 @@ public final class IOListener: Sendable {
     ///   - acceptFailed: Called on the accepting ring for each accept that failed (EMFILE,
     ///     ENFILE…; the listener backs off and retries as described above), and for each
     ///     accepted connection closed because its socket options could not be set.
-    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…) or
-    ///   `listen`; of io_uring's set-up when there is no ring.
+    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
+    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
     public init(
         host: String,
         port: UInt16,
@@ -152,7 +155,13 @@ public final class IOListener: Sendable {
             connections: connections
         )
         self.shared = shared
-        self.acceptors = try Self.bind(host: host, port: port, options: options, rings: rings, shared: shared)
+        (self.acceptors, self.boundAddresses) = try Self.bind(
+            host: host,
+            port: port,
+            options: options,
+            rings: rings,
+            shared: shared
+        )
     }
 
     /// The rings to accept on.
@@ -178,17 +187,18 @@ public final class IOListener: Sendable {
         options: Options,
         rings: [RingLoop],
         shared: _ListenerState
-    ) throws(Errno) -> [_Acceptor] {
+    ) throws(Errno) -> ([_Acceptor], [_SocketAddress.Bound]) {
         var address = try _SocketAddress.resolve(host: host, port: port)
         var sockets: [CInt] = []
+        var bound: [_SocketAddress.Bound] = []
         do throws(Errno) {
             for _ in rings {
                 let fd = try _SocketAddress.listen(on: address, options: options)
                 sockets.append(fd)
-                if address.port == 0 {
-                    // Port 0: the others bind the port the first one got.
-                    address = try _SocketAddress.local(of: fd)
-                }
+                let local = try _SocketAddress.local(of: fd)
+                bound.append(_SocketAddress.Bound(port: local.port, description: local.description))
+                // Port 0: the others bind the port the first one got.
+                if address.port == 0 { address = local }
             }
         } catch {
             for fd in sockets { _POSIX.close(fd) }
@@ -197,21 +207,22 @@ public final class IOListener: Sendable {
         let acceptors = zip(rings, sockets).map { _Acceptor(ring: $0, fd: $1, shared: shared) }
         shared.acceptors = acceptors
         for acceptor in acceptors { acceptor.start() }
-        return acceptors
+        return (acceptors, bound)
     }
 
     deinit {
         self.close()
     }
 
-    /// The bound port.
+    /// The bound port (the one picked when `port` was 0). It stays readable after ``close()``.
     public var port: UInt16 {
-        (try? _SocketAddress.local(of: self.acceptors[0].fd).port) ?? 0
+        self.boundAddresses[0].port
     }
 
-    /// The bound addresses, as `"127.0.0.1:8080"` or `"[::]:8080"`, one per socket.
+    /// The bound addresses, as `"127.0.0.1:8080"` or `"[::]:8080"`, one per socket. They stay
+    /// readable after ``close()``.
     public var localAddresses: [String] {
-        self.acceptors.compactMap { try? _SocketAddress.local(of: $0.fd).description }
+        self.boundAddresses.map(\.description)
     }
 
     /// Reports that one accepted connection is gone: accepting resumes if it was paused at

@@ -10,6 +10,12 @@ import Glibc
 
 /// An IPv4 or IPv6 socket address.
 internal struct _SocketAddress: CustomStringConvertible {
+    /// What a listener keeps of an address it bound.
+    struct Bound: Sendable {
+        let port: UInt16
+        let description: String
+    }
+
     var storage = sockaddr_storage()
     var length: socklen_t = 0
 
