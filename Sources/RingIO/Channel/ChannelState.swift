@@ -432,9 +432,15 @@ internal enum _DescriptorRegistry {
                 cleanupHandler: cleanupHandler
             )
         }
+        // The source's own copy of the number (any thread): the entry's is ring-only. -1 when
+        // the source was closed since the check above.
+        let fd = source.descriptor.load(ordering: .acquiring)
+        guard fd >= 0 else {
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+        }
         return self.attach(
             kind: kind,
-            fileDescriptor: entry.fd,
+            fileDescriptor: fd,
             queue: queue,
             ring: entry.ring,
             cleanupHandler: cleanupHandler
