@@ -10,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("echo-server", .serialized)
+@Suite("echo-server", .serialized, .enabled(if: ringSetUpError == nil, ringUnavailableReason))
 struct EchoServerTests {
     /// Every way of serving a connection: handlers on the accepting ring, handlers on a
     /// DispatchQueue per connection, a task per connection on the accepting ring.

@@ -12,7 +12,7 @@ import Glibc
 
 // MARK: - The tests
 
-@Suite("http-server", .serialized)
+@Suite("http-server", .serialized, .enabled(if: ringSetUpError == nil, ringUnavailableReason))
 struct HTTPServerTests {
     /// Every way of serving a connection: handlers on the accepting ring, handlers on a
     /// DispatchQueue per connection, a task per connection on the accepting ring.

@@ -3,11 +3,17 @@
 //===----------------------------------------------------------------------===//
 
 import Dispatch
+import RingIO
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Whether io_uring can be set up here: the example servers cannot start without it, so their
+/// suites skip cleanly where it is refused (a default container's seccomp profile).
+let ringSetUpError = _RingIOTesting.ringSetUpError()
+let ringUnavailableReason: Comment = "io_uring is unavailable here: \(ringSetUpError.map { "\($0)" } ?? "")"
 
 /// An example server started as a child process on port 0; its port is read from the first
 /// line it prints ("… listening on HOST:PORT…").
