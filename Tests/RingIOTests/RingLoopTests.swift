@@ -395,3 +395,41 @@ struct RingLoopFairnessTests {
         #expect(spins.count > 1)
     }
 }
+
+@Suite("RingLoop: under valgrind", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct RingLoopUnderValgrindTests {
+    @Test("with vgpreload in LD_PRELOAD the ring waits in poll(2): wake-ups, timeouts, shutdown still work")
+    func waitsInPoll() async {
+        // A child process: LD_PRELOAD is process-wide, and read at each ring's set-up.
+        await #expect(processExitsWith: .success) { try roundTripsOnARingThatWaitsInPoll() }
+    }
+}
+
+/// A ring set up as under valgrind, without valgrind: `LD_PRELOAD` is all the ring looks at.
+/// Every operation here completes while the ring thread is asleep in `poll(2)`, woken by the
+/// kernel alone (a timeout) or by another thread (each submission from this thread).
+private func roundTripsOnARingThatWaitsInPoll() throws {
+    let usual = try RingLoop(entries: 8)
+    let kernelDefersTaskRun = usual.setup.deferredTaskRun
+    usual.shutdown()
+    // This process starts no other program, so no loader ever reads it.
+    setenv("LD_PRELOAD", "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so", 1)
+    let ring = try RingLoop(entries: 8)
+    defer { ring.shutdown() }
+    // A ring that waits in poll(2) goes without DEFER_TASKRUN (completions would be posted only
+    // inside io_uring_enter): where the kernel offers it, its absence shows the mode is on.
+    if kernelDefersTaskRun {
+        #expect(!ring.setup.deferredTaskRun)
+    }
+    for _ in 0..<200 {
+        #expect(try _RingIOTesting.perform(.nop, on: ring) == 0)
+    }
+    for _ in 0..<3 {
+        let spec = _KernelTimespec(nanoseconds: 20_000_000)
+        #expect(try _RingIOTesting.perform(.timeout(spec: spec), on: ring, keepAlive: spec) == -ETIME)
+    }
+    let counters = ring.counters
+    #expect(counters.completions >= 203)
+    #expect(counters.wakeUps >= 1)
+    #expect(counters.staleCompletions == 0)
+}

@@ -206,6 +206,31 @@ internal enum _POSIX {
         return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Waits until `fd` is readable, or a signal interrupts the wait (then it returns early: the
+    /// callers check again what they waited for). The corresponding C call is
+    /// `poll(&{fd, POLLIN}, 1, -1)`.
+    ///
+    /// - Throws: `ENOMEM`.
+    /// - Precondition: `fd` is open (an EBADF descriptor is reported as `POLLNVAL`).
+    internal static func waitUntilReadable(_ fd: CInt) throws(Errno) {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, -1) == -1 else {
+            precondition(entry.revents & Int16(POLLNVAL) == 0, "RingIO: poll on descriptor \(fd), which is not open")
+            return
+        }
+        let error = Errno(rawValue: errno)
+        if error != .interrupted { throw error }
+    }
+
+    // MARK: Environment
+
+    /// Whether this process runs under valgrind, which puts its `vgpreload_*.so` libraries in
+    /// `LD_PRELOAD` (no valgrind header needed). The corresponding C function is `getenv`.
+    internal static var runsUnderValgrind: Bool {
+        guard let preload = getenv("LD_PRELOAD") else { return false }
+        return String(cString: preload).contains("vgpreload")
+    }
+
     // MARK: Threads and signals
 
     /// Starts a thread running `main(context)`. The corresponding C function is

@@ -179,7 +179,9 @@ extension RingLoop {
         /// Submission and completion queue sizes.
         public var submissionEntries: UInt32
         public var completionEntries: UInt32
-        /// Single-issuer mode with deferred task running (the fastest completion path).
+        /// Single-issuer mode with deferred task running (the fastest completion path). Never
+        /// under valgrind, where the ring waits in `poll(2)` and the kernel must post
+        /// completions while it does.
         public var deferredTaskRun: Bool
         /// Cooperative task running (no inter-processor interrupt per completion).
         public var cooperativeTaskRun: Bool

@@ -15,9 +15,26 @@ import Glibc
 /// Owned by one thread (the ring thread), which is the only one that calls these methods.
 /// liburing returns `-errno` and does not set `errno`: every wrapper turns a failure into a
 /// thrown `Errno` straight away, retrying on `EINTR` where a retry is meaningful.
+///
+/// **Under valgrind the ring waits in `poll(2)`.** Valgrind (3.19 at least) runs one thread of
+/// the process at a time and lets another run only while the current one is in a syscall it
+/// knows may block; `io_uring_enter` is not one of them, so a ring thread waiting in it would
+/// stop every other thread of the process for good (its creator, waiting for the ring to
+/// start, first). A ring set up in a process that runs under valgrind — valgrind puts its
+/// `vgpreload` libraries in `LD_PRELOAD` — therefore never waits inside `io_uring_enter`: it
+/// submits without waiting and, when no completion is ready, waits in `poll(2)` on the ring's
+/// descriptor (readable when completions are), which valgrind knows blocks. Such a ring is set
+/// up without `IORING_SETUP_DEFER_TASKRUN`: with it the kernel posts completions only while the
+/// ring thread is inside `io_uring_enter`, and a thread asleep in `poll` would never see one.
+/// Everywhere else the wait is the one `io_uring_submit_and_wait`, and the cost of this mode is
+/// one predictable branch per wait. It is what lets `Benchmarks/run-instruction-check.sh` count
+/// instructions under callgrind.
 internal struct _URing {
     /// Stable address for liburing: the struct is allocated once and never moves.
     private let ring: UnsafeMutablePointer<io_uring>
+    /// Whether waits go through `poll(2)` rather than `io_uring_enter` (under valgrind, see
+    /// above). Decided once, at set-up.
+    private let waitsInPoll: Bool
     /// The setup flags the kernel accepted.
     internal let setupFlags: UInt32
     /// `io_uring_params.features` as the kernel reported them.
@@ -26,7 +43,8 @@ internal struct _URing {
     internal let completionEntries: UInt32
 
     /// The setup flag sets tried in order, best first; the kernel answers `EINVAL` to a flag it
-    /// does not know, and we fall back to the next set.
+    /// does not know, and we fall back to the next set. A ring that waits in `poll(2)` skips
+    /// the sets with `IORING_SETUP_DEFER_TASKRUN` (see the type's comment).
     private static let setupFlagChoices: [UInt32] = [
         IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN
             | IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,
@@ -49,13 +67,15 @@ internal struct _URing {
         let ring = UnsafeMutablePointer<io_uring>.allocate(capacity: 1)
         ring.initialize(to: io_uring())
         var lastError = Errno.invalidArgument
-        for flags in Self.setupFlagChoices {
+        let waitsInPoll = _POSIX.runsUnderValgrind
+        for flags in Self.setupFlagChoices where !waitsInPoll || flags & IORING_SETUP_DEFER_TASKRUN == 0 {
             var params = io_uring_params()
             params.flags = flags
             params.cq_entries = entries &* cqMultiple
             let result = io_uring_queue_init_params(entries, ring, &params)
             if result == 0 {
                 self.ring = ring
+                self.waitsInPoll = waitsInPoll
                 self.setupFlags = flags
                 self.features = params.features
                 self.submissionEntries = params.sq_entries
@@ -92,10 +112,15 @@ internal struct _URing {
     /// The corresponding liburing calls are `io_uring_submit_and_wait` and
     /// `io_uring_submit_and_get_events`.
     ///
+    /// Under valgrind the wait is a `poll(2)` (see the type's comment), which may also end
+    /// with no completion ready (a signal): the caller reaps what there is and comes back, as
+    /// after `EINTR`.
+    ///
     /// - Returns: The number of entries submitted.
     /// - Throws: `EBUSY`/`EAGAIN` when the kernel cannot take more until completions are reaped
     ///   (CQ overflow with NODROP): reap, then call again.
     internal func submit(wait: Bool) throws(Errno) -> Int {
+        if wait && self.waitsInPoll { return try self.submitThenWaitInPoll() }
         while true {
             let result = wait ? io_uring_submit_and_wait(self.ring, 1) : io_uring_submit_and_get_events(self.ring)
             if result >= 0 { return Int(result) }
@@ -103,6 +128,19 @@ internal struct _URing {
             if error == .interrupted { return 0 }  // a signal: the loop turns and comes back
             throw error
         }
+    }
+
+    /// `submit(wait: true)` under valgrind: submits and, when no completion is ready, waits
+    /// in `poll(2)` until the ring's descriptor is readable (a completion is posted). The
+    /// corresponding liburing calls are `io_uring_submit_and_get_events` and
+    /// `io_uring_cq_ready`.
+    @inline(never)
+    private func submitThenWaitInPoll() throws(Errno) -> Int {
+        let submitted = try self.submit(wait: false)
+        if io_uring_cq_ready(self.ring) == 0 {
+            try _POSIX.waitUntilReadable(self.ring.pointee.ring_fd)
+        }
+        return submitted
     }
 
     /// The number of free submission entries.
