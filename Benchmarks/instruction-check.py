@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+# ===----------------------------------------------------------------------===#
+# RingIO — benchmarks: instructions per operation of the example servers, counted by callgrind.
+#
+# Run by run-instruction-check.sh, which builds and strips the servers; see Benchmarks/README.md
+# ("Checked thresholds: instructions"). Standard library only.
+#
+# For each case: start the server under `valgrind --tool=callgrind` (one ring), wait for its
+# "listening on" line, open one connection, run WARMUP operations, zero the counters
+# (`callgrind_control -z`), run OPERATIONS operations, dump (`callgrind_control -d`), and divide
+# the instructions of the dump (every thread of the server) by OPERATIONS. The client is strict
+# ping-pong on one connection and pauses PAUSE seconds before each operation, so that the server
+# is asleep in the kernel when each request arrives and every operation takes the same path
+# through the ring loop; without the pause, whether a request arrives before or after the ring's
+# next wait changes the count by about 8% from run to run.
+# ===----------------------------------------------------------------------===#
+
+import argparse
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+WARMUP = 200
+OPERATIONS = 1000
+PAUSE = 0.002
+
+ECHO_PAYLOAD = b"x" * 64
+HTTP_REQUEST = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
+PIPELINE_DEPTH = 16
+
+# name: (server product, server arguments, client, operations per exchange)
+CASES = {
+    "echo_pingpong64B_handlers": ("echo-server", ["--api", "handlers"], "echo", 1),
+    "echo_pingpong64B_async": ("echo-server", ["--api", "async"], "echo", 1),
+    "http_hello_keepalive_handlers": ("http-server", ["--api", "handlers"], "http", 1),
+    "http_hello_keepalive_async": ("http-server", ["--api", "async"], "http", 1),
+    "http_hello_pipelined16_handlers": ("http-server", ["--api", "handlers"], "http", PIPELINE_DEPTH),
+    "http_hello_pipelined16_async": ("http-server", ["--api", "async"], "http", PIPELINE_DEPTH),
+}
+
+
+def log(message):
+    print(f"** {message}", file=sys.stderr, flush=True)
+
+
+class Failure(Exception):
+    pass
+
+
+class Server:
+    """A server under callgrind, started with its output file in `work`."""
+
+    def __init__(self, binary, arguments, work, name):
+        self.output = os.path.join(work, f"{name}.callgrind")
+        self.stderr = open(os.path.join(work, f"{name}.stderr"), "w")
+        self.process = subprocess.Popen(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={self.output}",
+                binary,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--rings",
+                "1",
+                *arguments,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+        )
+        self.port = self._read_port(timeout=120)
+        self.dumps = 0
+
+    def _read_port(self, timeout):
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.process.stdout], [], [], 1)
+            if ready:
+                chunk = os.read(self.process.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                line += chunk
+                match = re.search(rb"listening on 127\.0\.0\.1:(\d+)", line)
+                if match:
+                    return int(match.group(1))
+            elif self.process.poll() is not None:
+                break
+        self.stop()
+        raise Failure(f"the server did not print its port (see {self.stderr.name})")
+
+    def control(self, *arguments):
+        result = subprocess.run(
+            ["callgrind_control", *arguments, str(self.process.pid)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode != 0 or "OK" not in result.stdout:
+            raise Failure(f"callgrind_control {' '.join(arguments)} failed: {result.stdout}{result.stderr}")
+
+    def zero(self):
+        self.control("-z")
+
+    def dump(self):
+        """The instructions counted since the last zero."""
+        self.control("-d")
+        self.dumps += 1
+        path = f"{self.output}.{self.dumps}"
+        with open(path) as dump:
+            for line in dump:
+                if line.startswith("summary:"):
+                    return int(line.split()[1])
+        raise Failure(f"no summary line in {path}")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.stderr.close()
+
+
+class Client:
+    def __init__(self, port, kind, depth):
+        self.socket = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.kind = kind
+        self.depth = depth
+        self.pending = b""
+
+    def exchange(self):
+        time.sleep(PAUSE)
+        if self.kind == "echo":
+            self.socket.sendall(ECHO_PAYLOAD)
+            received = b""
+            while len(received) < len(ECHO_PAYLOAD):
+                received += self._receive()
+            if received != ECHO_PAYLOAD:
+                raise Failure(f"echo answered {received!r}")
+        else:
+            self.socket.sendall(HTTP_REQUEST * self.depth)
+            for _ in range(self.depth):
+                self._response()
+
+    def _receive(self):
+        chunk = self.socket.recv(65536)
+        if not chunk:
+            raise Failure("the server closed the connection")
+        return chunk
+
+    def _response(self):
+        while b"\r\n\r\n" not in self.pending:
+            self.pending += self._receive()
+        head, self.pending = self.pending.split(b"\r\n\r\n", 1)
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise Failure(f"the server answered {head[:40]!r}")
+        match = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+        length = int(match.group(1)) if match else 0
+        while len(self.pending) < length:
+            self.pending += self._receive()
+        body, self.pending = self.pending[:length], self.pending[length:]
+        if body != b"Hello, World!":
+            raise Failure(f"the server answered the body {body!r}")
+
+    def close(self):
+        self.socket.close()
+
+
+def measure(name, binaries, work):
+    """Instructions per operation of case `name`, from one server process."""
+    product, arguments, kind, depth = CASES[name]
+    server = Server(os.path.join(binaries, product), arguments, work, name)
+    try:
+        client = Client(server.port, kind, depth)
+        for _ in range(WARMUP):
+            client.exchange()
+        server.zero()
+        for _ in range(OPERATIONS):
+            client.exchange()
+        instructions = server.dump()
+        client.close()
+    finally:
+        server.stop()
+    return instructions / (OPERATIONS * depth)
+
+
+def read_thresholds(path):
+    thresholds = {}
+    with open(path) as file:
+        for line in file:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                name, value = line.split()
+                thresholds[name] = int(value)
+    return thresholds
+
+
+def write_thresholds(path, results, tolerance):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as file:
+        file.write(
+            "# Instructions per operation of the example servers under callgrind, checked by\n"
+            f"# Benchmarks/run-instruction-check.sh within {tolerance:g}% (see Benchmarks/README.md).\n"
+            "# Written by the update command the script prints; review the diff and commit it.\n"
+        )
+        for name in CASES:
+            if name in results:
+                file.write(f"{name:<36} {round(results[name])}\n")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binaries", required=True, help="the directory with the stripped servers")
+    parser.add_argument("--work", required=True, help="a scratch directory for callgrind's files")
+    parser.add_argument("--thresholds", required=True)
+    parser.add_argument("--tolerance", type=float, required=True, help="percent")
+    parser.add_argument("--update", action="store_true", help="write the thresholds instead of checking")
+    parser.add_argument("--runs", type=int, default=1, help="server processes per case (the spread)")
+    parser.add_argument("--only", help="a regular expression on the case names")
+    parser.add_argument("--update-command", default="", help="printed when a count moved")
+    options = parser.parse_args()
+
+    names = [name for name in CASES if not options.only or re.search(options.only, name)]
+    thresholds = {} if options.update else read_thresholds(options.thresholds)
+    results = {}
+    worse, better = [], []
+    print(f"{'case':<36} {'instructions/op':>15} {'threshold':>10} {'change':>8}   runs")
+    for name in names:
+        samples = [measure(name, options.binaries, options.work) for _ in range(options.runs)]
+        value = sorted(samples)[len(samples) // 2]
+        results[name] = value
+        spread = ""
+        if len(samples) > 1:
+            low, high = min(samples), max(samples)
+            spread = f"   min {low:.1f} max {high:.1f} (spread {100 * (high - low) / low:.3f}%)"
+        threshold = thresholds.get(name)
+        if threshold is None:
+            verdict = "new" if options.update else "NO THRESHOLD"
+            if not options.update:
+                worse.append(name)
+            print(f"{name:<36} {value:>15.1f} {'-':>10} {verdict:>8}{spread}", flush=True)
+            continue
+        change = 100 * (value - threshold) / threshold
+        if change > options.tolerance:
+            worse.append(name)
+        elif change < -options.tolerance:
+            better.append(name)
+        print(f"{name:<36} {value:>15.1f} {threshold:>10} {change:>+7.2f}%{spread}", flush=True)
+
+    if options.update:
+        # Cases not run this time (--only) keep their thresholds.
+        kept = read_thresholds(options.thresholds) if os.path.exists(options.thresholds) else {}
+        write_thresholds(options.thresholds, {**kept, **results}, options.tolerance)
+        log(f"Wrote {options.thresholds}.")
+        return 0
+    if worse:
+        log(f"FAILED: more instructions than the threshold + {options.tolerance:g}% (or no threshold): {', '.join(worse)}.")
+        log("Fix the regression, or, if the extra instructions are intended, record them deliberately with:")
+        log(f"    {options.update_command}")
+        return 1
+    if better:
+        log(f"FAILED: fewer instructions than the threshold - {options.tolerance:g}%: {', '.join(better)}.")
+        log("Record the improvement deliberately (review the diff, commit it with the change) with:")
+        log(f"    {options.update_command}")
+        return 1
+    log(f"OK: every count is within {options.tolerance:g}% of its threshold.")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Failure as failure:
+        log(f"ERROR: {failure}")
+        sys.exit(2)
