@@ -95,16 +95,24 @@ class Server:
             elif self.process.poll() is not None:
                 break
         self.stop()
-        raise Failure(f"the server did not print its port (see {self.stderr.name})")
+        with open(self.stderr.name) as stderr:
+            tail = "".join(stderr.readlines()[-20:])
+        raise Failure(f"the server did not print its port; its standard error ends with:\n{tail}")
 
     def control(self, *arguments):
-        result = subprocess.run(
-            ["callgrind_control", *arguments, str(self.process.pid)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        # callgrind_control reaches the server through vgdb, which uses ptrace to wake a server
+        # blocked in a syscall (valgrind allows it with PR_SET_PTRACER); where ptrace is denied,
+        # the command waits for the server to run, which never comes: give up then.
+        try:
+            result = subprocess.run(
+                ["callgrind_control", *arguments, str(self.process.pid)],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        except subprocess.TimeoutExpired:
+            raise Failure(f"callgrind_control {' '.join(arguments)} had no answer in 120 s (is ptrace denied?)")
         if result.returncode != 0 or "OK" not in result.stdout:
             raise Failure(f"callgrind_control {' '.join(arguments)} failed: {result.stdout}{result.stderr}")
 
@@ -283,6 +291,6 @@ def main():
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except Failure as failure:
+    except (Failure, OSError) as failure:
         log(f"ERROR: {failure}")
         sys.exit(2)
