@@ -60,6 +60,8 @@ final class HTTPConnection: @unchecked Sendable {
     private var busy = false
     /// Close once the responses queued so far are written.
     private var closing = false
+    /// The read has ended (EOF, a reset): answer the requests received, then close.
+    private var inputEnded = false
     private var closed = false
     private var writesInFlight = 0
     /// Bytes of the file being streamed handed to the socket so far.
@@ -137,9 +139,10 @@ final class HTTPConnection: @unchecked Sendable {
             }
         }
         if done {
-            // EOF, a reset or a stop: answer what is complete, then close.
-            self.closing = true
-            self.closeIfDone()
+            // EOF, a reset or a stop: answer what is complete — the requests waiting for a file
+            // being streamed too — then close.
+            self.inputEnded = true
+            self.process()
         }
     }
 
@@ -230,6 +233,9 @@ final class HTTPConnection: @unchecked Sendable {
                 self.continueOwed = false
                 self.batch.append(HTTPResponseWriter.continueResponse)
             }
+        }
+        if self.inputEnded && !self.busy && self.pending.isEmpty {
+            self.closing = true  // every request received is answered
         }
         self.flush()
         self.closeIfDone()

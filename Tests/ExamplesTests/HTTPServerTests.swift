@@ -437,6 +437,31 @@ struct HTTPServerTests {
     }
 
     @Test(
+        "a client that pipelines requests behind a file, then half-closes, gets every response, then EOF",
+        arguments: deliveries
+    )
+    func halfCloseAfterPipelining(_ delivery: String) throws {
+        let tree = try StaticTree()
+        let server = try self.startServer(delivery, ["--root", tree.root])
+        let fd = try connectClient(port: server.port)
+        defer { close(fd) }
+        // The requests after the file wait while it is streamed; the EOF arrives meanwhile.
+        let requests = ["/big.bin", "/", "/hello.txt", "/"].map { "GET \($0) HTTP/1.1\r\nHost: x\r\n\r\n" }
+        #expect(sendAll(fd, Array(requests.joined().utf8)))
+        #expect(shutdown(fd, Int32(SHUT_WR)) == 0)
+        var (pending, closed) = receiveUntilClosed(fd, seconds: 15)
+        #expect(closed, "the connection stayed open after the client's EOF")
+        var responses: [Response] = []
+        while let response = parseResponse(&pending) { responses.append(response) }
+        #expect(responses.map(\.status) == [200, 200, 200, 200], "\(responses)")
+        #expect(responses.first?.body == tree.files["big.bin"])
+        let hello = Array("Hello, World!".utf8)
+        #expect(responses.dropFirst().map(\.body) == [hello, tree.files["hello.txt"] ?? [], hello])
+        #expect(pending.isEmpty, "\(pending.count) bytes after the last response")
+        #expect(server.stop(with: SIGTERM) == 0)
+    }
+
+    @Test(
         "SIGINT: a response in flight finishes, idle connections close, new ones are refused, exit 0",
         arguments: deliveries
     )
