@@ -22,10 +22,12 @@ final class AsyncServer: Sendable {
     private let configuration: EchoServer
     private let group: RingLoopGroup
     private let listener: IOListener
+    /// `--stats`: the counters; `nil` without the flag.
+    private let stats: ServerStats?
     private let writesInFlight = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
 
-    init(configuration: EchoServer, group: RingLoopGroup) throws {
+    init(configuration: EchoServer, group: RingLoopGroup, stats: ServerStats?) throws {
         var options = IOListener.Options()
         options.reusePort = true
         options.maxConnections = configuration.maxConnections
@@ -39,10 +41,16 @@ final class AsyncServer: Sendable {
         }
         self.configuration = configuration
         self.group = group
+        self.stats = stats
     }
 
     var addresses: [String] {
         self.listener.localAddresses
+    }
+
+    /// Accepted connections whose channel is not yet cleaned up, as the listener counts them.
+    var openConnections: Int {
+        self.listener.openConnections
     }
 
     /// Serves until SIGINT or SIGTERM, then returns once every connection is closed.
@@ -73,6 +81,9 @@ final class AsyncServer: Sendable {
     private func echo(_ connection: IOConnection) async {
         let channel = connection.channel
         let configuration = self.configuration
+        let stats = self.stats
+        stats?.connectionAccepted()
+        defer { stats?.connectionClosed() }
         channel.setLimit(lowWater: configuration.lowWater)
         if configuration.idleTimeout > 0 {
             channel.setInterval(.seconds(configuration.idleTimeout), flags: .strict)
@@ -80,6 +91,8 @@ final class AsyncServer: Sendable {
             channel.setInterval(.milliseconds(configuration.interval), flags: configuration.strict ? .strict : [])
         }
         var active = true
+        stats?.readStarted()
+        defer { stats?.readFinished() }
         do throws(Errno) {
             for try await data in channel.reads() {
                 if data.isEmpty {
@@ -92,7 +105,11 @@ final class AsyncServer: Sendable {
                 }
                 active = true
                 self.writesInFlight.add(1, ordering: .relaxed)
-                defer { self.writesInFlight.subtract(1, ordering: .relaxed) }
+                stats?.writeStarted()
+                defer {
+                    stats?.writeFinished()
+                    self.writesInFlight.subtract(1, ordering: .relaxed)
+                }
                 try await channel.write(data)
             }
         } catch {

@@ -79,7 +79,12 @@ struct EchoServer: ParsableCommand {
     @Option(help: "On SIGINT/SIGTERM, how long writes in flight may take to finish.")
     var drainSeconds = 5
 
-    @Flag(help: "On exit, print each ring's counters (wake-ups, fallback receives, the longest turn…).")
+    @Flag(
+        help: """
+            Count connections and channel operations and print them as one JSON line on SIGUSR1; \
+            on exit, print each ring's counters (wake-ups, fallback receives, the longest turn…).
+            """
+    )
     var stats = false
 
     func validate() throws {
@@ -98,17 +103,24 @@ struct EchoServer: ParsableCommand {
 
     func run() throws {
         let group = try RingLoopGroup(count: self.rings)
+        // --stats: counters, and a SIGUSR1 source that prints them (set up before the server
+        // is announced: whoever started it may signal it as soon as it reads the port).
+        let stats = self.stats ? ServerStats() : nil
+        let report: IOSource?
         switch self.api {
         case .handlers:
-            let server = Server(configuration: self, group: group)
+            let server = Server(configuration: self, group: group, stats: stats)
             try server.start()
+            report = stats?.reportOnSIGUSR1(on: group.rings[0]) { server.openConnections }
             Self.announce(server.addresses)
             server.waitUntilStopped()
         case .async:
-            let server = try AsyncServer(configuration: self, group: group)
+            let server = try AsyncServer(configuration: self, group: group, stats: stats)
+            report = stats?.reportOnSIGUSR1(on: group.rings[0]) { server.openConnections }
             Self.announce(server.addresses)
             server.runUntilStopped()
         }
+        report?.cancel()
         if self.stats {
             for (index, ring) in group.rings.enumerated() {
                 print("echo-server: ring \(index): \(ring.counters)")
@@ -127,19 +139,27 @@ struct EchoServer: ParsableCommand {
 final class Server: Sendable {
     private let configuration: EchoServer
     private let group: RingLoopGroup
+    /// `--stats`: the counters; `nil` without the flag.
+    private let stats: ServerStats?
     private let listeners = Mutex<[IOListener]>([])
     private let connections = Mutex<[ObjectIdentifier: Connection]>([:])
     private let stopping = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let signalSources = Mutex<[IOSource]>([])
 
-    init(configuration: EchoServer, group: RingLoopGroup) {
+    init(configuration: EchoServer, group: RingLoopGroup, stats: ServerStats?) {
         self.configuration = configuration
         self.group = group
+        self.stats = stats
     }
 
     var addresses: [String] {
         self.listeners.withLock { $0.flatMap(\.localAddresses) }
+    }
+
+    /// Accepted connections not yet closed, as the listeners count them.
+    var openConnections: Int {
+        self.listeners.withLock { $0.reduce(0) { $0 + $1.openConnections } }
     }
 
     func start() throws {
@@ -188,13 +208,16 @@ final class Server: Sendable {
         }
         let queue: any IOQueue =
             self.configuration.queue == .ring ? ring : DispatchQueue(label: "echo-server.connection")
+        self.stats?.connectionAccepted()
         let connection = Connection(
             fd: fd,
             ring: ring,
             queue: queue,
-            configuration: self.configuration
+            configuration: self.configuration,
+            stats: self.stats
         ) { connection in
             self.connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+            self.stats?.connectionClosed()
             listener.connectionClosed()
         }
         self.connections.withLock { $0[ObjectIdentifier(connection)] = connection }
@@ -241,6 +264,7 @@ final class Connection: Sendable {
     private let channel: IOChannel
     private let queue: any IOQueue
     private let configuration: EchoServer
+    private let stats: ServerStats?
     private let writesInFlight = Atomic<Int>(0)
     /// Data arrived since the last idle check.
     private let active = Atomic<Bool>(true)
@@ -250,10 +274,12 @@ final class Connection: Sendable {
         ring: RingLoop,
         queue: any IOQueue,
         configuration: EchoServer,
+        stats: ServerStats?,
         onClose: @escaping @Sendable (Connection) -> Void
     ) {
         self.queue = queue
         self.configuration = configuration
+        self.stats = stats
         let box = ConnectionBox()
         self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: queue, ring: ring) { _ in
             close(fd)
@@ -275,6 +301,7 @@ final class Connection: Sendable {
                 flags: self.configuration.strict ? .strict : []
             )
         }
+        self.stats?.readStarted()
         self.channel.read(offset: 0, length: .max, queue: self.queue) { done, data, error in
             if let data {
                 if data.isEmpty && !done {
@@ -288,6 +315,7 @@ final class Connection: Sendable {
                 }
             }
             if done {
+                self.stats?.readFinished()
                 if let error, error != .canceled, error != .connectionReset {
                     print("echo-server: read failed: \(error)")
                 }
@@ -298,8 +326,10 @@ final class Connection: Sendable {
 
     private func echo(_ data: ByteRope) {
         self.writesInFlight.add(1, ordering: .relaxed)
+        self.stats?.writeStarted()
         self.channel.write(offset: 0, data: data, queue: self.queue) { done, _, error in
             guard done else { return }
+            self.stats?.writeFinished()
             self.writesInFlight.subtract(1, ordering: .relaxed)
             if error != nil { self.channel.close(flags: .stop) }
         }

@@ -38,11 +38,15 @@ struct AsyncHTTPConnection {
 
     /// Serves the connection until the client or a timeout ends it, or the server stops.
     mutating func run() async {
+        let stats = self.server.stats
+        stats?.connectionAccepted()
+        defer { stats?.connectionClosed() }
         let channel = self.connection.channel
         channel.setLimit(lowWater: 1)
         channel.setInterval(.seconds(1), flags: .strict)
         var reads = channel.reads().makeAsyncIterator()
         var ticking = true
+        stats?.readStarted()
         do throws(Errno) {
             while let data = try await reads.next() {
                 if ticking {
@@ -56,6 +60,7 @@ struct AsyncHTTPConnection {
         } catch {
             // A reset, a failed file, a cancelled task (the server stopping): close.
         }
+        stats?.readFinished()
         // .stop: the read is waiting for bytes that will not be answered.
         channel.close(flags: .stop)
     }
@@ -85,7 +90,7 @@ struct AsyncHTTPConnection {
             batch.append(answer.bytes)
             if let file = answer.file {
                 // The head ends the batch: the file's bytes follow it on the socket.
-                try await self.connection.channel.write(batch)
+                try await self.write(batch)
                 batch = ByteRope()
                 try await self.send(file)
             }
@@ -101,7 +106,7 @@ struct AsyncHTTPConnection {
             }
         }
         if !batch.isEmpty {
-            try await self.connection.channel.write(batch)
+            try await self.write(batch)
             self.idleTicks = 0
         }
         // The header timeout counts from the first bytes of the request now being received.
@@ -120,7 +125,7 @@ struct AsyncHTTPConnection {
         if let requestTicks = self.requestTicks {
             self.requestTicks = requestTicks + 1
             if requestTicks + 1 > self.server.configuration.headerTimeout {
-                try await self.connection.channel.write(self.server.answer(failure: 408))
+                try await self.write(self.server.answer(failure: 408))
                 return true
             }
             return false
@@ -137,11 +142,24 @@ struct AsyncHTTPConnection {
         let ring = self.connection.ring
         let channel = try file.open(queue: ring, ring: ring)
         defer { channel.close() }
+        let stats = self.server.stats
+        stats?.readStarted()
+        defer { stats?.readFinished() }
         var sent = 0
         for try await chunk in channel.reads(offset: 0, length: file.size) {
             sent += chunk.count
-            try await self.connection.channel.write(chunk)
+            try await self.write(chunk)
         }
         if sent != file.size { throw Errno.ioError }
+    }
+
+    /// Writes `bytes` to the socket (counted with `--stats`).
+    private func write(_ bytes: ByteRope) async throws(Errno) {
+        guard let stats = self.server.stats else {
+            return try await self.connection.channel.write(bytes)
+        }
+        stats.writeStarted()
+        defer { stats.writeFinished() }
+        try await self.connection.channel.write(bytes)
     }
 }

@@ -41,6 +41,8 @@ final class HTTPConnection: @unchecked Sendable {
     /// Where this connection's handlers (and its ticks) run.
     let queue: any IOQueue
     private let server: Server
+    /// `--stats`: the server's counters; `nil` without the flag.
+    private let stats: ServerStats?
     private let headerTimeout: Int
     private let idleTimeout: Int
 
@@ -83,6 +85,7 @@ final class HTTPConnection: @unchecked Sendable {
         self.ring = ring
         self.queue = queue
         self.server = server
+        self.stats = server.stats
         self.headerTimeout = server.configuration.headerTimeout
         self.idleTimeout = server.configuration.idleTimeout
         self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
@@ -97,6 +100,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
         self.written = { done, _, error in
             guard done else { return }
+            self.stats?.writeFinished()
             self.writesInFlight -= 1
             if error != nil {
                 self.fail()
@@ -109,7 +113,9 @@ final class HTTPConnection: @unchecked Sendable {
 
     func start() {
         self.channel.setLimit(lowWater: 1)
+        self.stats?.readStarted()
         self.channel.read(offset: 0, length: .max, queue: self.queue) { done, data, error in
+            if done { self.stats?.readFinished() }
             self.received(done: done, data: data, error: error)
         }
     }
@@ -270,12 +276,14 @@ final class HTTPConnection: @unchecked Sendable {
         }
         self.busy = true
         self.fileBytesSent = 0
+        self.stats?.readStarted()
         channel.read(offset: 0, length: file.size, queue: self.queue) { done, data, error in
             if let data, !data.isEmpty {
                 self.fileBytesSent += data.count
                 self.write(data)
             }
             guard done else { return }
+            self.stats?.readFinished()
             channel.close()
             self.busy = false
             if error != nil || self.fileBytesSent != file.size {
@@ -300,6 +308,7 @@ final class HTTPConnection: @unchecked Sendable {
         // Nothing more goes out once the connection is closed (or its channel cleaned up).
         guard !self.closed, let written = self.written else { return }
         self.writesInFlight += 1
+        self.stats?.writeStarted()
         self.channel.write(offset: 0, data: bytes, queue: self.queue, handler: written)
     }
 

@@ -85,6 +85,9 @@ struct HTTPServer: ParsableCommand {
     @Option(help: "On SIGINT/SIGTERM, how long requests in flight may take to finish.")
     var drainSeconds = 5
 
+    @Flag(help: "Count connections and channel operations and print them as one JSON line on SIGUSR1.")
+    var stats = false
+
     func validate() throws {
         guard self.rings > 0 else { throw ValidationError("--rings must be at least 1") }
         guard self.maxBody >= 0, self.headerTimeout > 0, self.idleTimeout > 0, self.drainSeconds >= 0 else {
@@ -107,9 +110,12 @@ struct HTTPServer: ParsableCommand {
         let group = try RingLoopGroup(count: self.rings)
         let server = try Server(configuration: self, group: group)
         try server.start()
+        // Before the server is announced: whoever started it may signal it once it has the port.
+        let report = server.stats?.reportOnSIGUSR1(on: group.rings[0]) { server.openConnections }
         print("http-server listening on \(server.addresses.joined(separator: ", "))")
         fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
         server.waitUntilStopped()
+        report?.cancel()
         group.shutdown()
     }
 }
@@ -121,6 +127,8 @@ final class Server: Sendable {
     let writer = HTTPResponseWriter(serverName: "RingIO")
     /// The root directory, resolved (symlinks followed), to check served paths against.
     let root: String?
+    /// `--stats`: the counters; `nil` without the flag.
+    let stats: ServerStats?
     private let group: RingLoopGroup
     private let listeners = Mutex<[IOListener]>([])
     /// `--api async`: the task serving the listener's connections.
@@ -134,6 +142,7 @@ final class Server: Sendable {
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
         self.configuration = configuration
         self.group = group
+        self.stats = configuration.stats ? ServerStats() : nil
         // The handler server's timeouts; async connections count ticks of their own reads.
         self.sweepers =
             configuration.api == .handlers
@@ -151,6 +160,11 @@ final class Server: Sendable {
 
     var addresses: [String] {
         self.listeners.withLock { $0.flatMap(\.localAddresses) }
+    }
+
+    /// Accepted connections not yet closed, as the listeners count them.
+    var openConnections: Int {
+        self.listeners.withLock { $0.reduce(0) { $0 + $1.openConnections } }
     }
 
     func start() throws {
@@ -230,8 +244,10 @@ final class Server: Sendable {
         }
         let queue: any IOQueue =
             self.configuration.queue == .ring ? ring : DispatchQueue(label: "http-server.connection")
+        self.stats?.connectionAccepted()
         let connection = HTTPConnection(fd: fd, ring: ring, queue: queue, server: self) { connection in
             sweeper.remove(connection)
+            self.stats?.connectionClosed()
             listener.connectionClosed()
         }
         sweeper.add(connection)
