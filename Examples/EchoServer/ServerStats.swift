@@ -56,13 +56,26 @@ final class ServerStats: Sendable {
 
     /// A SIGUSR1 source on `ring` that prints ``json(open:)`` (with `open()`, read then);
     /// resumed. Cancel it when the server stops.
+    ///
+    /// Before printing, the allocator returns its free pages to the system (`malloc_trim`), so
+    /// that the resident memory read right after the line counts the memory in use rather than
+    /// the allocator's high-water mark: a soak compares it over time.
     func reportOnSIGUSR1(on ring: RingLoop, open: @escaping @Sendable () -> Int) -> IOSource {
         let source = IOSource.signal(SIGUSR1, queue: ring)
         source.setEventHandler {
+            _ = Self.mallocTrim?(0)
             print(self.json(open: open()))
             fflush(nil)  // at once, also into a pipe: whoever sent the signal reads the line
         }
         source.resume()
         return source
     }
+
+    /// glibc's `malloc_trim`, looked up at run time (the Glibc module does not export it);
+    /// `nil` with another C library.
+    private static let mallocTrim: (@convention(c) (Int) -> CInt)? = {
+        // dlsym(RTLD_DEFAULT, …): RTLD_DEFAULT is the null handle.
+        guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> CInt).self)
+    }()
 }
