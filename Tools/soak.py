@@ -133,6 +133,10 @@ class Conn:
         if rcvbuf is not None:
             # Before connecting, so that the window the server sees is small from the start.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            # And an Ethernet-sized segment: with loopback's 64 KiB one, a window this small
+            # never reaches a segment, and the sender waits for its persist timer (which backs
+            # off to minutes) rather than for the reader — a stall of TCP's, not the server's.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1460)
         try:
             await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
         except BaseException:
@@ -343,10 +347,18 @@ class EchoClient:
             if kind == "reset":
                 # The reset ends the connection at the chosen point; until then, every byte counts.
                 if reset_after_sent is not None:
-                    await writer()
-                    # Read back some of what was sent, perhaps, then reset.
-                    if rng.random() < 0.5:
-                        await asyncio.wait_for(reader(), timeout=CONNECTION_TIMEOUT)
+                    # Read the echo meanwhile (a client that does not read can stall a server
+                    # that stops reading while its writes wait), then reset, perhaps a moment
+                    # later, with echoed bytes still on their way.
+                    read_task = asyncio.ensure_future(reader())
+                    try:
+                        await writer()
+                        await asyncio.sleep(rng.choice([0, 0.001, 0.005]))
+                    finally:
+                        read_task.cancel()
+                        (outcome,) = await asyncio.gather(read_task, return_exceptions=True)
+                    if isinstance(outcome, Failure):
+                        raise outcome
                 else:
                     await run_both(writer(), reader(), reader_ends=True)
                 totals.reset += 1
