@@ -91,6 +91,29 @@ package enum _RingIOTesting {
         }
     }
 
+    /// Submits `count` no-ops in one ring turn, as ``nops(_:on:completion:)`` does (each
+    /// completion names its no-op's index), then, still
+    /// in that turn and before the ring reaps anything, calls `overflowed` with whether
+    /// completions wait in the kernel's overflow list because the completion queue was full.
+    ///
+    /// No-ops complete inside the submitting syscall, and the engine flushes a full SQ to the
+    /// kernel without reaping: more no-ops than the CQ holds must overflow it. The fault test
+    /// for CQ overflow uses this to show the overflow happened, then that every completion
+    /// still arrives exactly once.
+    package static func nops(
+        _ count: Int,
+        on ring: RingLoop,
+        completion: @escaping @Sendable (_ index: Int, _ result: Int32) -> Void,
+        overflowed: @escaping @Sendable (Bool) -> Void
+    ) {
+        ring.enqueue {
+            for index in 0..<count {
+                ring.core.submit(.nop, target: _ClosureTarget { result, _ in completion(index, result) })
+            }
+            overflowed(ring.core.completionQueueHasOverflow)
+        }
+    }
+
     /// Runs `body` on the ring thread and returns its result.
     private static func onRing<R: Sendable>(_ ring: RingLoop, _ body: @escaping @Sendable () -> R) -> R {
         let result = Mutex<R?>(nil)

@@ -384,6 +384,13 @@ internal final class _RingCore: @unchecked Sendable {
         }
     }
 
+    /// Whether completions wait in the kernel's overflow list: the CQ was full when they were
+    /// posted (FEAT_NODROP keeps them; the next reap flushes them). For the tests.
+    internal var completionQueueHasOverflow: Bool {
+        self.assertOnRingThread()
+        return self.uring.hasOverflow
+    }
+
     // MARK: Ring thread: provided buffers
 
     /// The ring's provided receive buffers, registered on first use (buffer group 0).
