@@ -312,9 +312,15 @@ func expectNoDescriptorLeak(
 
 /// `count` connected TCP pairs over 127.0.0.1 through one listening socket: `local` for the
 /// channel, `remote` for the test's peer; all close-on-exec.
-func makeTCPPairs(_ count: Int) throws -> [(local: CInt, remote: CInt)] {
+///
+/// - Parameter remoteReceiveBuffer: SO_RCVBUF for the remote ends, set on the listening socket
+///   before any connection arrives (set on a connected socket, it comes after the window scale
+///   was agreed, and a loopback connection with a 64 KiB MSS can then sit in zero-window
+///   probes for many seconds).
+func makeTCPPairs(_ count: Int, remoteReceiveBuffer: CInt? = nil) throws -> [(local: CInt, remote: CInt)] {
     let (listener, address) = try makeListener()
     defer { close(listener) }
+    if let size = remoteReceiveBuffer { try setOption(listener, SOL_SOCKET, SO_RCVBUF, size) }
     var pairs: [(local: CInt, remote: CInt)] = []
     pairs.reserveCapacity(count)
     for _ in 0..<count {
