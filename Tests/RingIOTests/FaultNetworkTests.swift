@@ -50,6 +50,78 @@ private func resetMidRead(_ queueKind: QueueKind) throws {
     }
 }
 
+/// 20 connections with small socket buffers (64 KiB to send, 16 KiB at the peer to receive);
+/// each channel writes 2 MiB (many
+/// regions) and queues a second write; each peer reads 100,000 bytes and resets (SO_LINGER 0).
+/// Both writes get exactly one final call, ECONNRESET or EPIPE; what each hands back is exactly
+/// the tail of its data (the whole of it for the queued one); the peer read a prefix of what the
+/// first write handed the kernel, every byte once, in order. (The bytes between — in the
+/// kernel's buffers when the reset came — are gone with the connection: the write reports them
+/// written, as the kernel did.)
+private func resetMidWrite(_ queueKind: QueueKind) throws {
+    let connections = 20
+    let size = 2 * 1_048_576
+    let peerReads = 100_000
+    try expectNoDescriptorLeak {
+        let context = try ChannelContext(queueKind)
+        defer { context.shutdown() }
+        let pairs = try makeTCPPairs(connections, remoteReceiveBuffer: 16_384)
+        // Small buffers on both sides: the kernel cannot take the whole first write.
+        for pair in pairs { try setOption(pair.local, SOL_SOCKET, SO_SNDBUF, 65_536) }
+        let ledger = FaultLedger(operations: 2 * connections)
+        let cleanups = (0..<connections).map { _ in CleanupLog() }
+        let data = fragmentedRope(size, seed: 5, maxRegion: 16_384)
+        var channels: [IOChannel] = []
+        for (index, pair) in pairs.enumerated() {
+            let channel = context.channel(.stream, pair.local, cleanup: cleanups[index])
+            channel.write(offset: 0, data: data, queue: context.queue, handler: ledger.writeHandler(2 * index))
+            channel.write(offset: 0, data: data, queue: context.queue, handler: ledger.writeHandler(2 * index + 1))
+            channels.append(channel)
+        }
+        var peerChecks: [PatternCheck] = []
+        for pair in pairs {
+            setReceiveTimeout(pair.remote, seconds: 10)
+            var check = PatternCheck(seed: 5)
+            var buffer = [UInt8](repeating: 0, count: 16_384)
+            while check.offset < peerReads {
+                let count = read(pair.remote, &buffer, min(buffer.count, peerReads - check.offset))
+                guard count > 0 else { break }
+                check.check(Array(buffer[..<count]))
+            }
+            peerChecks.append(check)
+            resetAndClose(pair.remote)
+        }
+        ledger.expectEveryOperationFinalOnce("writes to peers that reset")
+        let entries = ledger.entries
+        var failures: [String] = []
+        for index in 0..<connections {
+            let (first, queued) = (entries[2 * index], entries[2 * index + 1])
+            for entry in [first, queued] where entry.error != .connectionReset && entry.error != .brokenPipe {
+                failures.append("connection \(index): a write ended with \(String(describing: entry.error))")
+            }
+            let remaining = first.remaining ?? ByteRope()
+            if remaining.isEmpty || !isPatternTail(remaining, total: size, seed: 5) {
+                failures.append("connection \(index): the first write handed back \(remaining.count) bytes, not a tail")
+            }
+            if queued.remaining?.count != size || !isPatternTail(queued.remaining ?? ByteRope(), total: size, seed: 5) {
+                failures.append(
+                    "connection \(index): the queued write handed back \(String(describing: queued.remaining?.count))"
+                )
+            }
+            let check = peerChecks[index]
+            if !check.isExactly(peerReads) || check.offset > size - remaining.count {
+                failures.append(
+                    "connection \(index): the peer read \(check.offset) bytes (wrong at \(String(describing: check.firstMismatch))), the write wrote \(size - remaining.count)"
+                )
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(3))")
+        for channel in channels { channel.close() }
+        expectCleanupsOnce(cleanups)
+        for pair in pairs { close(pair.local) }
+    }
+}
+
 /// 50 connections; each peer sends 50,000 bytes and shuts down its writing side (half-close):
 /// the channel's read gets them all, once, in order, then end of file; the channel then writes
 /// 200,000 bytes of many regions, which the peer (still reading) gets exactly.
@@ -240,6 +312,14 @@ struct FaultNetworkTests {
     )
     func peerResetMidRead(_ queue: QueueKind) async {
         await #expect(processExitsWith: .success) { [queue] in try resetMidRead(queue) }
+    }
+
+    @Test(
+        "peers reset (SO_LINGER 0) mid-write on 20 connections: one final call per write, exactly the tail handed back",
+        arguments: QueueKind.allCases
+    )
+    func peerResetMidWrite(_ queue: QueueKind) async {
+        await #expect(processExitsWith: .success) { [queue] in try resetMidWrite(queue) }
     }
 
     @Test(
