@@ -409,6 +409,12 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         return flags & O_APPEND != 0
     }()
 
+    /// Whether a receive is in flight for `read`, the head of the read lane.
+    func isReceiving(for read: _StreamReadOperation) -> Bool {
+        self.core.assertOnRingThread()
+        return self.receive != nil && self.readHead === read
+    }
+
     /// Arms a receive for the head read if it wants data and none is armed.
     func receiveWanted() {
         self.core.assertOnRingThread()
@@ -506,6 +512,9 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         default:
             break
         }
+        if self.receive == nil, let head = self.readHead, head.stopping != nil {
+            head.receiveEndedWhileStopping()
+        }
         if self.receive == nil { self.finishIfIdle() }
     }
 
@@ -542,7 +551,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
             // of the next turn: receive into them if any came back, else (or if this is the
             // second ENOBUFS in a row) read into fresh memory — a wait of one turn, never a
             // stall, no timer, and no loss either way.
-            guard self.readHead != nil, !self.awaitingBuffers else { return }
+            guard self.readHead != nil, self.readHead?.stopping == nil, !self.awaitingBuffers else { return }
             if self.rearmedAfterWait {
                 self.rearmedAfterWait = false
                 self.readIntoFreshMemory()
@@ -562,7 +571,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
                 }
             }
         case EAGAIN:
-            guard let head = self.readHead else { return }
+            guard let head = self.readHead, head.stopping == nil else { return }
             if head.untilWouldBlock && head.received > 0 {
                 head.wouldBlock()
             } else {

@@ -252,6 +252,11 @@ public final class IOChannel: Sendable {
     /// Closes the channel to new operations; those already scheduled run to completion, or,
     /// with ``CloseFlags/stop``, end with ECANCELED (R53–R55). Idempotent; a stop after a
     /// plain close still cancels what is pending. ``fileDescriptor`` is -1 from now on.
+    ///
+    /// A stopped stream read first delivers every byte the kernel already took from the
+    /// descriptor for it (those in flight when the stop came included), then ECANCELED: what
+    /// it did not deliver is still in the descriptor. A stopped write hands back what the
+    /// kernel did not take.
     public func close(flags: CloseFlags = []) {
         self.state.requestClose(stop: flags.contains(.stop))
     }

@@ -151,7 +151,36 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     /// Receiving stopped because too many delivered bytes are held (back-pressure).
     private var paused = false
 
-    var wantsData: Bool { self.started && !self.isFinished && !self.paused && self.remaining > 0 }
+    /// A stop (or another termination) that waits for the descriptor's receive to end: bytes
+    /// the kernel hands over until its cancellation lands are this read's, delivered before
+    /// its final call — nowhere else could they go, and the socket no longer has them.
+    private(set) var stopping: Errno?
+
+    var wantsData: Bool {
+        self.started && !self.isFinished && !self.paused && self.stopping == nil && self.remaining > 0
+    }
+
+    override func terminate(_ error: Errno) {
+        self.entry.core.assertOnRingThread()
+        guard !self.isFinished else { return }
+        if self.stopping == nil && self.started && self.entry.isReceiving(for: self) {
+            self.stopping = error
+            self.entry.cancelReceive()
+            return
+        }
+        super.terminate(self.stopping ?? error)
+    }
+
+    /// The descriptor's receive ended while this read was stopping: what it brought is taken;
+    /// now the final call.
+    func receiveEndedWhileStopping() {
+        self.entry.core.assertOnRingThread()
+        guard let error = self.stopping, !self.isFinished else { return }
+        if self.remaining > 0 && self.entry.hasReceived {
+            self.accept(self.entry.takeReceived(upTo: self.remaining))
+        }
+        super.terminate(error)
+    }
 
     override var countsHeldBytes: Bool { true }
 
@@ -165,6 +194,10 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     /// Takes what the entry has received, up to what this read still wants.
     func takeReceivedBytes() {
         self.entry.core.assertOnRingThread()
+        if self.stopping != nil && !self.isFinished && self.remaining > 0 && self.entry.hasReceived {
+            self.accept(self.entry.takeReceived(upTo: self.remaining))
+            return
+        }
         guard self.wantsData, self.entry.hasReceived else { return }
         self.accept(self.entry.takeReceived(upTo: self.remaining))
         if !self.isFinished && self.heldBytes.load(ordering: .relaxed) >= _ChannelLimits.heldBytesLimit {
@@ -186,6 +219,10 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     func receivedEndOfFile() {
         self.entry.core.assertOnRingThread()
         self.takeEverythingReceived()
+        if let error = self.stopping {
+            super.terminate(error)
+            return
+        }
         self.endOfFile()
     }
 
