@@ -333,13 +333,7 @@ private func stopRacingCompletions(_ queueKind: QueueKind) throws {
         }
         #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(5))")
         #expect(outcomes.writesCanceled > 0, "stop never caught a write: \(outcomes)")
-        // Known bug: bytes the descriptor's receive took from the socket after the stop (the
-        // multishot receive runs until its cancellation lands) wait in the entry for a read
-        // that never comes, and are dropped when the last channel closes: neither delivered
-        // nor left in the socket. About one connection in six here.
-        withKnownIssue("a stopped stream read drops the bytes its receive took after the stop", isIntermittent: true) {
-            #expect(lost.isEmpty, "\(lost.count) of \(connections) connections lost bytes; first: \(lost.prefix(3))")
-        }
+        #expect(lost.isEmpty, "\(lost.count) of \(connections) connections lost bytes; first: \(lost.prefix(3))")
         for pair in pairs {
             close(pair.local)
             close(pair.remote)
