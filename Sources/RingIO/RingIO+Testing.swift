@@ -183,7 +183,7 @@ package enum _RingIOTesting {
     /// Hands `listener`'s first acceptor a completion of no operation of its, from the calling
     /// thread: debug builds stop the process there.
     package static func touchListenerOffRing(_ listener: IOListener) {
-        listener.shared.acceptors[0].ringOperationCompleted(
+        listener.shared.acceptors[0].acceptor?.ringOperationCompleted(
             result: 0,
             flags: CompletionFlags(0),
             context: 0xff

@@ -205,7 +205,7 @@ public final class IOListener: Sendable {
             throw error
         }
         let acceptors = zip(rings, sockets).map { _Acceptor(ring: $0, fd: $1, shared: shared) }
-        shared.acceptors = acceptors
+        shared.acceptors = acceptors.map { _WeakAcceptor(acceptor: $0) }
         for acceptor in acceptors { acceptor.start() }
         return (acceptors, bound)
     }
@@ -255,7 +255,7 @@ public final class IOListener: Sendable {
 /// What the acceptors of one listener share. Any thread: atomics; the handler is immutable.
 internal final class _ListenerState: @unchecked Sendable {
     // @unchecked: `acceptors` is written once, in the listener's init, before any acceptor
-    // starts; everything else is immutable or atomic.
+    // starts (a weak reference is loaded atomically); everything else is immutable or atomic.
     let options: IOListener.Options
     let queue: any IOQueue
     let handler: @Sendable (IOListener.Event) -> Void
@@ -263,7 +263,11 @@ internal final class _ListenerState: @unchecked Sendable {
     let connections: _ConnectionQueue?
     let live = Atomic<Int>(0)
     let closed = Atomic<Bool>(false)
-    var acceptors: [_Acceptor] = []
+    /// Weak: each acceptor holds this state, and a connection's cleanup may outlive the
+    /// listener. The listener holds its acceptors, and the ring holds one while it has an
+    /// operation in flight; a strong reference here made a cycle that kept every acceptor,
+    /// its ring and this state alive for the life of the process.
+    var acceptors: [_WeakAcceptor] = []
 
     init(
         options: IOListener.Options,
@@ -291,8 +295,13 @@ internal final class _ListenerState: @unchecked Sendable {
 
     /// Accepting may go on (a connection closed, the iteration took one from a full queue).
     func resumeAcceptors() {
-        for acceptor in self.acceptors { acceptor.resumeIfPaused() }
+        for acceptor in self.acceptors { acceptor.acceptor?.resumeIfPaused() }
     }
+}
+
+/// An acceptor as ``_ListenerState`` holds it.
+internal struct _WeakAcceptor {
+    weak var acceptor: _Acceptor?
 }
 
 /// One listening socket and its multishot accept, on one ring.
