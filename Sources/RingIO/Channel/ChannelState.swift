@@ -307,6 +307,11 @@ internal enum _DescriptorRegistry {
             }
             if type == .directory { return .failure(.isDirectory) }
             if kind == .randomAccess && (type == .fifo || type == .socket) { return .failure(.illegalSeek) }
+            if let stale = entries[fd], stale.core.hasFinished {
+                // Replaced below, and its ring will never run its channels again: let go of
+                // them, or they and the entry keep each other alive for good.
+                stale.ringFinished()
+            }
             if chosenRing == nil {
                 do throws(RingSetupError) {
                     chosenRing = try RingLoopGroup.shared.next()

@@ -177,6 +177,21 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         self.cleanups.removeAll()
     }
 
+    /// Lets go of the channels and queued operations of an entry whose ring thread has
+    /// finished. Its channels can no longer be cleaned up there, and they, their operations
+    /// and the entry hold each other: once the registry drops the entry (its number names a
+    /// new descriptor), this breaks the cycle. Called by the registry, off the ring, after the
+    /// ring thread's last access (``_RingCore/hasFinished``).
+    func ringFinished() {
+        precondition(self.core.hasFinished, "RingIO: an entry let go of while its ring runs")
+        self.channels.removeAll()
+        self.blocked.removeAll()
+        self.lanes = [_FIFO(), _FIFO(), _FIFO()]
+        self.laneHeads = [nil, nil, nil]
+        self.barrier = nil
+        self.openWaiters.removeAll()
+    }
+
     // MARK: Admitting and ordering operations
 
     func enqueue(_ operation: _Operation) {

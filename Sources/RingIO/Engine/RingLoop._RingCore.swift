@@ -194,6 +194,13 @@ internal final class _RingCore: @unchecked Sendable {
         self.ringThreadID.load(ordering: .acquiring) == _POSIX.currentThread
     }
 
+    /// Whether the ring thread has finished: it touches no ring state any more, and what it
+    /// did happens before the caller's next access. Any thread. (The identity is set before
+    /// the core is handed out, and cleared last when the thread exits.)
+    internal var hasFinished: Bool {
+        self.ringThreadID.load(ordering: .acquiring) == 0
+    }
+
     @inline(__always)
     internal func assertOnRingThread() {
         assert(self.isRingThread, "RingIO: ring state touched off the ring thread")
