@@ -116,7 +116,7 @@ package enum _RingIOTesting {
 
     /// Runs `body` on the ring thread and returns its result.
     private static func onRing<R: Sendable>(_ ring: RingLoop, _ body: @escaping @Sendable () -> R) -> R {
-        let result = Mutex<R?>(nil)
+        let result = _Lock<R?>(nil)
         let done = DispatchSemaphore(value: 0)
         ring.enqueue {
             let value = body()

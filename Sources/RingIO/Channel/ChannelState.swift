@@ -275,7 +275,7 @@ internal final class _ChannelState: @unchecked Sendable {
 /// Every descriptor with channels on it has one entry, shared by all its channels (R31).
 internal enum _DescriptorRegistry {
     /// Entries by descriptor number. Also guards each entry's `liveChannels`.
-    private static let entries = Mutex<[CInt: _DescriptorEntry]>([:])
+    private static let entries = _Lock<[CInt: _DescriptorEntry]>([:])
 
     /// A channel on descriptor `fd`.
     static func attach(

@@ -85,7 +85,7 @@ internal final class _ReadMemory {
 /// beside copying the chunk.
 internal enum _ChunkPool {
     /// Addresses as integers: raw pointers are not `Sendable`.
-    private static let chunks = Mutex<[UInt]>([])
+    private static let chunks = _Lock<[UInt]>([])
 
     static func take() -> UnsafeMutableRawPointer? {
         chunks.withLock { $0.popLast() }.flatMap { UnsafeMutableRawPointer(bitPattern: $0) }

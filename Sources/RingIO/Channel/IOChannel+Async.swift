@@ -279,7 +279,7 @@ internal final class _AsyncReadStream: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = _Lock(State())
 
     /// The operation's handler call. Ring thread. Bytes join the last rope not yet taken when
     /// they fit under `mergeLimit` (the high water mark); a tick of a strict interval is an

@@ -63,7 +63,7 @@ extension IOChannel {
 /// overlap and follow each other in order (R32), but may run on different threads of a
 /// concurrent queue: the lock orders them.
 internal final class _Collected: Sendable {
-    private let rope = Mutex(ByteRope())
+    private let rope = _Lock(ByteRope())
 
     func append(_ data: ByteRope) {
         self.rope.withLock { $0.append(data) }

@@ -65,7 +65,7 @@ internal class _Operation: RingOperationTarget {
     private let cancelRequested = Atomic<Bool>(false)
 
     // MARK: Handler calls (any thread, see `deliver`)
-    private let calls = Mutex(_HandlerCalls())
+    private let calls = _Lock(_HandlerCalls())
     /// The calls being run; touched only by the one running drain (`runDelivered`), on the
     /// handler queue. The `running` flag, set and cleared under `calls`' lock, admits one
     /// drainer at a time, and that lock orders one drainer's accesses before the next one's.
@@ -357,7 +357,7 @@ internal class _Operation: RingOperationTarget {
 //   before the operation reached it, by `ringExited` on the thread that took it back out of the
 //   inbox (the ring thread never saw it).
 // - `cancelRequested`, `heldBytes`: atomics.
-// - `calls`: a Mutex; `draining`: the one drainer's, on the handler queue (see `runDelivered`).
+// - `calls`: a lock (`_Lock`); `draining`: the one drainer's, on the handler queue (see `runDelivered`).
 extension _Operation: @unchecked Sendable {}
 
 extension _Operation: _RingRunnable {}

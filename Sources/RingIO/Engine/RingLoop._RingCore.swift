@@ -30,7 +30,7 @@ internal final class _RingCore: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
     /// Set by the ring thread when it has exited its loop.
     private let exited = Atomic<Bool>(false)
-    private let threadState = Mutex<(thread: pthread_t?, joined: Bool)>((nil, false))
+    private let threadState = _Lock<(thread: pthread_t?, joined: Bool)>((nil, false))
     /// The ring thread's identity, for `isRingThread`; 0 once it has exited (a new thread may
     /// get the same identity).
     private let ringThreadID = Atomic<UInt>(0)

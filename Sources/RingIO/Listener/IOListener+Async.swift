@@ -175,7 +175,7 @@ internal final class _ConnectionQueue: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = _Lock(State())
     /// How many wait; read without the lock by the acceptors.
     private let count = Atomic<Int>(0)
 

@@ -322,7 +322,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     private var socketClosed = false
     /// Whether the socket is closed, for `stop()` on another thread: it shuts the socket down
     /// only while it is open (the number may name another file once closed).
-    private let socketClosedForStop = Mutex(false)
+    private let socketClosedForStop = _Lock(false)
     private var inFlight = 0
     /// Connections accepted past the cap (the multishot had more ready): handed out, in
     /// order, as soon as connections are reported closed.

@@ -53,7 +53,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     let ring: RingLoop?
 
     // MARK: Any thread
-    let handlers = Mutex(Handlers())
+    let handlers = _Lock(Handlers())
     let currentData = Atomic<UInt>(0)
     let cancelRequested = Atomic<Bool>(false)
     /// Suspensions not yet resumed; starts at 1 (created suspended).
