@@ -121,7 +121,7 @@ struct ChannelAsyncTests {
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, left, cleanup: cleanup)
         let sent = patternBytes(600_000, seed: 33)
-        let received = Mutex<[UInt8]?>(nil)
+        let received = _Lock<[UInt8]?>(nil)
         DispatchQueue.global().async {
             let bytes = readExactly(right, sent.count)
             received.withLock { $0 = bytes }
@@ -176,7 +176,7 @@ struct ChannelAsyncTests {
         defer { context.shutdown() }
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, reader, cleanup: cleanup)
-        let seen = Mutex<[UInt8]>([])
+        let seen = _Lock<[UInt8]>([])
         let task = Task(executorPreference: testTaskExecutor) {
             for try await rope in channel.reads() {
                 seen.withLock { $0 += Array(rope) }

@@ -55,7 +55,7 @@ struct ChannelBufferExhaustionTests {
         let (ring, channel, peer) = try Self.streamOnSmallPool()
         defer { ring.shutdown() }
         defer { Glibc.close(peer) }
-        let held = Mutex<[ByteRope]>([])
+        let held = _Lock<[ByteRope]>([])
         let finished = DispatchSemaphore(value: 0)
         channel.read(offset: 0, length: .max, queue: ring) { done, data, error in
             if let data, !data.isEmpty { held.withLock { $0.append(data) } }  // never released

@@ -338,7 +338,7 @@ struct ChannelCloseTests {
         defer { context.shutdown() }
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, file.fd, cleanup: cleanup)
-        let sizeInBarrier = Mutex<Int?>(nil)
+        let sizeInBarrier = _Lock<Int?>(nil)
         let fd = file.fd
         channel.barrier {
             usleep(60_000)
@@ -368,7 +368,7 @@ struct ChannelCloseTests {
         let other = context.channel(.stream, file.fd, cleanup: cleanups[1])
         let big = patternBytes(2 * 1_048_576 + 3, seed: 18)
         let write = context.write(writing, ByteRope(copying: big))
-        let seen = Mutex<[UInt8]?>(nil)
+        let seen = _Lock<[UInt8]?>(nil)
         let ran = DispatchSemaphore(value: 0)
         let path = file.path
         other.barrier {

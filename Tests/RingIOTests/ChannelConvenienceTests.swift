@@ -82,7 +82,7 @@ struct ChannelConvenienceTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let sent = patternBytes(500_000, seed: 28)
-        let received = Mutex<[UInt8]>([])
+        let received = _Lock<[UInt8]>([])
         let readerDone = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             received.withLock { $0 = readExactly(right, sent.count) }

@@ -210,7 +210,7 @@ struct ChannelCreationTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let read = context.log()
-        let finalSeenFirst = Mutex<Bool?>(nil)
+        let finalSeenFirst = _Lock<Bool?>(nil)
         let cleanup = CleanupLog(
             onQueue: { context.isOnQueue },
             onCall: { _ in
@@ -493,7 +493,7 @@ struct ChannelCreationTests {
             permissions: .ownerReadWrite,
             cleanup: cleanup
         )
-        let seen = Mutex<CInt?>(nil)
+        let seen = _Lock<CInt?>(nil)
         let ran = DispatchSemaphore(value: 0)
         channel.barrier {
             seen.withLock { $0 = channel.fileDescriptor }
@@ -550,8 +550,8 @@ struct ChannelCreationTests {
         let path = try directory.create("owned", patternBytes(100))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let opened = Mutex<(fd: CInt, identity: [UInt64]?)?>(nil)
-        let stillOpenInCleanup = Mutex<Bool?>(nil)
+        let opened = _Lock<(fd: CInt, identity: [UInt64]?)?>(nil)
+        let stillOpenInCleanup = _Lock<Bool?>(nil)
         let cleanup = CleanupLog(
             onQueue: { context.isOnQueue },
             onCall: { _ in

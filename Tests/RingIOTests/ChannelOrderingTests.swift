@@ -67,7 +67,7 @@ struct ChannelOrderingTests {
             expected += piece
             writes.append(context.write(channels[index % 2], ByteRope(copying: piece)))
         }
-        let received = Mutex<[UInt8]>([])
+        let received = _Lock<[UInt8]>([])
         let readerDone = DispatchSemaphore(value: 0)
         let total = expected.count
         DispatchQueue.global().async {

@@ -14,7 +14,7 @@ import Glibc
 
 /// The ropes one read delivered, kept (their buffers stay on loan) until `release()`.
 private final class ReceivedRopes: Sendable {
-    private let state = Mutex<(ropes: [ByteRope], error: Errno?, calls: Int)>(([], nil, 0))
+    private let state = _Lock<(ropes: [ByteRope], error: Errno?, calls: Int)>(([], nil, 0))
     let finished = DispatchSemaphore(value: 0)
 
     /// A read handler recording into this.

@@ -203,7 +203,7 @@ final class OperationLog: Sendable {
         var submitter: pthread_t?
     }
 
-    private let state = Mutex(State())
+    private let state = _Lock(State())
     private let finished = DispatchSemaphore(value: 0)
     private let onQueue: (@Sendable () -> Bool)?
     private let allowsEmptyIntermediates: Bool
@@ -360,7 +360,7 @@ extension OperationLog {
 /// Records the calls of a convenience (one-shot) handler, as final `HandlerCall`s: exactly one
 /// is expected (R77), on the given queue, never inside the submitting call (D7).
 final class ConvenienceLog: Sendable {
-    private let state = Mutex<(calls: [HandlerCall], problems: [String], submitter: pthread_t?)>(([], [], nil))
+    private let state = _Lock<(calls: [HandlerCall], problems: [String], submitter: pthread_t?)>(([], [], nil))
     private let called = DispatchSemaphore(value: 0)
     private let onQueue: (@Sendable () -> Bool)?
 
@@ -420,7 +420,7 @@ final class ConvenienceLog: Sendable {
 
 /// Records calls of a cleanup handler.
 final class CleanupLog: Sendable {
-    private let state = Mutex<(calls: [Errno?], problems: [String])>(([], []))
+    private let state = _Lock<(calls: [Errno?], problems: [String])>(([], []))
     private let called = DispatchSemaphore(value: 0)
     private let onQueue: (@Sendable () -> Bool)?
     private let onCall: (@Sendable (Errno?) -> Void)?
@@ -537,7 +537,7 @@ func bounded<T: Sendable>(
 ) async -> Result<T, any Error>? {
     typealias Outcome = Result<T, any Error>?
     // Whichever comes first — the body's result or the time-out — resumes the waiter, once.
-    let state = Mutex<(waiter: CheckedContinuation<Outcome, Never>?, outcome: Outcome?)>((nil, nil))
+    let state = _Lock<(waiter: CheckedContinuation<Outcome, Never>?, outcome: Outcome?)>((nil, nil))
     @Sendable func finish(_ outcome: Outcome) {
         let waiter: CheckedContinuation<Outcome, Never>? = state.withLock { state in
             guard state.outcome == nil else { return nil }

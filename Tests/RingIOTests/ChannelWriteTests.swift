@@ -124,7 +124,7 @@ struct ChannelWriteTests {
         let sent = patternBytes(1_048_576, seed: 6)
         let write = context.write(channel, fragmentedRope(sent.count, seed: 6, maxRegion: 70_000))
         // A slow reader: the pipe (64 KiB) fills up many times.
-        let received = Mutex<[UInt8]>([])
+        let received = _Lock<[UInt8]>([])
         let readerDone = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             var all: [UInt8] = []
@@ -177,7 +177,7 @@ struct ChannelWriteTests {
                 close(endpoint.remote)
             }
             let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
-            let received = Mutex<[UInt8]>([])
+            let received = _Lock<[UInt8]>([])
             let readerDone = DispatchSemaphore(value: 0)
             DispatchQueue.global().async {
                 received.withLock { $0 = readExactly(endpoint.remote, expected.count) }
@@ -224,7 +224,7 @@ struct ChannelWriteTests {
         let released = Counter()
         let memory = RawMemory(count: count)
         memory.bytes.copyBytes(from: sent)
-        let final = Mutex<HandlerCall?>(nil)
+        let final = _Lock<HandlerCall?>(nil)
         let finished = DispatchSemaphore(value: 0)
         do {
             let data = ByteRope(

@@ -464,7 +464,7 @@ struct ExecutorTests {
 
             // A channel handler delivered on the ring (queue: ring).
             let pair = try RingSocketPair(on: ring)
-            let fromHandler = Mutex<[Int]?>(nil)
+            let fromHandler = _Lock<[Int]?>(nil)
             writeAll(pair.peer, bytes("abc"))
             pair.channel.read(offset: 0, length: 3, queue: ring) { done, _, _ in
                 guard done else { return }
@@ -595,7 +595,7 @@ struct ExecutorTests {
             defer { ring.shutdown() }
             let pair = try RingSocketPair(on: ring)
             let channel = pair.channel
-            let seen = Mutex<[UInt8]>([])
+            let seen = _Lock<[UInt8]>([])
             let task = Task(executorPreference: placement.preference(ring)) {
                 for try await data in channel.reads() {
                     seen.withLock { $0 += Array(data) }
@@ -653,7 +653,7 @@ struct ExecutorTests {
             // The channel still writes: the peer gets a prefix of the cancelled data (what the
             // kernel took), then the next write's bytes, nothing else.
             let peer = pair.peer
-            let received = Mutex<[UInt8]?>(nil)
+            let received = _Lock<[UInt8]?>(nil)
             DispatchQueue.global().async {
                 let all = readToEnd(peer)
                 received.withLock { $0 = all }

@@ -81,7 +81,7 @@ struct IOChannelFlowTests {
         defer { channel.close() }
         let gate = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
-        let received = Mutex<[UInt8]>([])
+        let received = _Lock<[UInt8]>([])
         let firstCall = Atomic<Bool>(true)
         channel.read(offset: 0, length: .max, queue: queue) { isDone, data, _ in
             // The first call blocks the queue until the writer has pushed all it could.

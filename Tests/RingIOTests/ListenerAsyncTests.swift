@@ -151,7 +151,7 @@ private func seesEndOfStream(_ fd: CInt) -> Bool {
 
 /// Live connections of a server under a cap, as the connections' own tasks count them.
 private final class LiveCount: Sendable {
-    private let state = Mutex<(live: Int, most: Int, served: Int)>((0, 0, 0))
+    private let state = _Lock<(live: Int, most: Int, served: Int)>((0, 0, 0))
 
     func begin() {
         self.state.withLock { state in

@@ -27,7 +27,7 @@ final class ListenerLog: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = _Lock(State())
     private let onQueue: (@Sendable () -> Bool)?
     private let onAccept: (@Sendable (CInt) -> Void)?
 
@@ -385,7 +385,7 @@ struct ListenerAcceptTests {
     func channelEcho(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let channels = Mutex<[IOChannel]>([])
+        let channels = _Lock<[IOChannel]>([])
         let cleanups = Counter()
         // The documented use: wrap the descriptor in a channel that closes it at the end.
         let log = context.listenerLog { fd in

@@ -85,7 +85,7 @@ struct OperationTests {
         let (listener, address) = try makeListener()
         defer { close(listener) }
         let accepted = Recorder<_RingIOTesting.Completion>()
-        let acceptID = Mutex<UInt64?>(nil)
+        let acceptID = _Lock<UInt64?>(nil)
         let connections = 3
         let allAccepted = DispatchSemaphore(value: 0)
         _RingIOTesting.submit(

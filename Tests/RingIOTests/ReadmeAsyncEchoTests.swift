@@ -59,7 +59,7 @@ struct ReadmeAsyncEchoTests {
 
 /// A port reported by one task and awaited by another.
 private final class AsyncPort: Sendable {
-    private let port = Mutex<UInt16?>(nil)
+    private let port = _Lock<UInt16?>(nil)
 
     func set(_ value: UInt16) {
         self.port.withLock { $0 = value }

@@ -32,7 +32,7 @@ final class Counter: Sendable {
 
 /// A list appended to from several threads.
 final class Recorder<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
+    private let items = _Lock<[Element]>([])
     func append(_ item: Element) { self.items.withLock { $0.append(item) } }
     var all: [Element] { self.items.withLock { $0 } }
 }
@@ -79,7 +79,7 @@ struct RingLoopTests {
         defer { ring.shutdown() }
         for _ in 0..<500 {
             let done = DispatchSemaphore(value: 0)
-            let result = Mutex<Int32?>(nil)
+            let result = _Lock<Int32?>(nil)
             _RingIOTesting.nop(on: ring) { value in
                 #expect(ring.isCurrentThread)
                 result.withLock { $0 = value }
@@ -169,7 +169,7 @@ struct RingLoopTests {
         let ring = try RingLoop(entries: 8)
         defer { ring.shutdown() }
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Int32?>(nil)
+        let result = _Lock<Int32?>(nil)
         let start = ContinuousClock.now
         _RingIOTesting.timeout(nanoseconds: 50_000_000, on: ring) { value in
             result.withLock { $0 = value }

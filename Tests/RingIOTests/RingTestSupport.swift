@@ -114,7 +114,7 @@ extension _RingIOTesting {
         keepAlive: (any Sendable)? = nil
     ) throws -> Int32 {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Int32?>(nil)
+        let result = _Lock<Int32?>(nil)
         self.submit(request(), on: ring, keepAlive: keepAlive) { completion in
             guard !completion.hasMore else { return }
             result.withLock { $0 = completion.result }

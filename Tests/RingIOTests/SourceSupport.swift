@@ -88,7 +88,7 @@ final class SourceLog: Sendable {
         var submitter: pthread_t?
     }
 
-    private let state = Mutex(State())
+    private let state = _Lock(State())
     private let onQueue: (@Sendable () -> Bool)?
     private let holdMicroseconds: UInt32
     private let onEvent: (@Sendable (UInt) -> Void)?

@@ -252,7 +252,7 @@ struct SourceCancelTests {
     func cancelInsideHandler(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let box = Mutex<IOSource?>(nil)
+        let box = _Lock<IOSource?>(nil)
         let log = context.sourceLog(holdMicroseconds: 1_000) { _ in
             box.withLock { $0 }?.cancel()
             // Still inside the handler: the cancel handler must wait for it.
@@ -652,7 +652,7 @@ struct SourceCustomTests {
     func mergeFromHandlerQueue(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let box = Mutex<IOSource?>(nil)
+        let box = _Lock<IOSource?>(nil)
         let log = context.sourceLog { data in
             // Each event asks for the next one, five times.
             if data < 5 { box.withLock { $0 }?.merge(data + 1) }
@@ -712,7 +712,7 @@ struct SourceReadinessTests {
         defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let received = Mutex<[UInt8]>([])
+        let received = _Lock<[UInt8]>([])
         let log = context.sourceLog { _ in
             let bytes = readAvailable(endpoint.local)
             received.withLock { $0 += bytes }
@@ -836,7 +836,7 @@ struct SourceProcessTests {
         // The child exits no earlier than 100 ms after this.
         let start = ContinuousClock.now
         let pid = try spawn(["/bin/sh", "-c", "sleep 0.1; exit 3"])
-        let status = Mutex<CInt?>(nil)
+        let status = _Lock<CInt?>(nil)
         let log = context.sourceLog { _ in
             var value: CInt = 0
             if waitpid(pid, &value, WNOHANG) == pid { status.withLock { $0 = value } }
