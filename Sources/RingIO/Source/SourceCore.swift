@@ -58,6 +58,10 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     let cancelRequested = Atomic<Bool>(false)
     /// Suspensions not yet resumed; starts at 1 (created suspended).
     private let suspendCount = Atomic<Int>(1)
+    /// Resumes under way: counted before `suspendCount` goes down and until the ring runs the
+    /// resume. The source counts as suspended meanwhile, so the ring delivers nothing ahead of
+    /// what the caller asked of it before resuming (a new schedule clears the fires pending).
+    private let resumesUnderWay = Atomic<Int>(0)
     /// Custom sources: merged values not yet taken by the ring, and whether a take is queued.
     private let customPending = Atomic<UInt>(0)
     private let customScheduled = Atomic<Bool>(false)
@@ -119,15 +123,18 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     // MARK: Any thread
 
     func resume() {
+        self.resumesUnderWay.add(1, ordering: .acquiringAndReleasing)
         let now = self.suspendCount.subtract(1, ordering: .acquiringAndReleasing).newValue
         precondition(now >= 0, "IOSource.resume(): resumed more often than suspended")
-        if now == 0 {
-            guard self.ring != nil else {
-                // No ring: nothing fires; a cancelled source still gets its cancel handler.
-                if self.cancelRequested.load(ordering: .acquiring) { self.deliverCancelWithoutRing() }
-                return
-            }
-            self.perform { $0.resumed() }
+        guard now == 0, self.ring != nil else {
+            self.resumesUnderWay.subtract(1, ordering: .acquiringAndReleasing)
+            // No ring: nothing fires; a cancelled source still gets its cancel handler.
+            if now == 0 && self.cancelRequested.load(ordering: .acquiring) { self.deliverCancelWithoutRing() }
+            return
+        }
+        self.perform { source in
+            source.resumesUnderWay.subtract(1, ordering: .acquiringAndReleasing)
+            source.resumed()
         }
     }
 
@@ -176,7 +183,9 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
         assert(self.ring?.core.isRingThread ?? false, "RingIO: source state touched off its ring thread")
     }
 
-    private var isSuspended: Bool { self.suspendCount.load(ordering: .acquiring) > 0 }
+    private var isSuspended: Bool {
+        self.suspendCount.load(ordering: .acquiring) > 0 || self.resumesUnderWay.load(ordering: .acquiring) > 0
+    }
 
     private func resumed() {
         self.assertOnRingThread()
