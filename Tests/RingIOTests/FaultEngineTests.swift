@@ -31,7 +31,7 @@ private func completionQueueOverflow() throws {
 
         let total = 20_000
         let ledger = FaultLedger(operations: total)
-        let overflowed = Mutex<Bool?>(nil)
+        let overflowed = _Lock<Bool?>(nil)
         _RingIOTesting.nops(
             total,
             on: ring,

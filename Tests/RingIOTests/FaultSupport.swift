@@ -125,11 +125,11 @@ final class FaultLedger: Sendable {
         var unfinished: Int
     }
 
-    private let state: Mutex<State>
+    private let state: _Lock<State>
     private let allFinished = DispatchSemaphore(value: 0)
 
     init(operations: Int) {
-        self.state = Mutex(State(entries: Array(repeating: Entry(), count: operations), unfinished: operations))
+        self.state = _Lock(State(entries: Array(repeating: Entry(), count: operations), unfinished: operations))
         if operations == 0 { self.allFinished.signal() }
     }
 
