@@ -44,7 +44,7 @@ internal enum _SignalRouter {
         var spareEventFDs: [CInt] = []
     }
 
-    private static let state = Mutex(State())
+    private static let state = _Lock(State())
 
     /// Registers a source for `signal`: its eventfd counts the signal from now on.
     static func register(_ signal: CInt) -> Registration? {
