@@ -273,7 +273,9 @@ func openDescriptorTargets() -> [String] {
         }
         guard let fd = CInt(name), fd != dirfd(directory) else { continue }
         let count = readlink("/proc/self/fd/\(name)", &buffer, buffer.count - 1)
-        let target = count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        var target = count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        // A file unlinked while open reads "… (deleted)": the same descriptor, not a new one.
+        if target.hasSuffix(" (deleted)") { target.removeLast(" (deleted)".count) }
         targets.append("\(fd) \(target)")
     }
     return targets

@@ -41,11 +41,14 @@ struct TemporaryFile: ~Copyable {
     let fd: CInt
 
     init() throws {
-        var template = Array("/tmp/ringio-op-XXXXXX".utf8CString)
-        let fd = mkstemp(&template)
-        try #require(fd >= 0)
+        // Close-on-exec from the start (not mkstemp): an exit test's child process started
+        // meanwhile must not inherit it (its descriptor accounting would see the file go away
+        // under it). O_EXCL with a random name, as mkstemp does.
+        let path = "/tmp/ringio-op-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        try #require(fd >= 0, "open(\(path)): \(errno)")
         self.fd = fd
-        self.path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        self.path = path
     }
 
     deinit {
