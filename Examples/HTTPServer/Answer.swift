@@ -68,7 +68,7 @@ extension Server {
 
     /// The response that ends a connection after a parse error or a timeout.
     func answer(failure status: HTTPStatus) -> ByteRope {
-        if self.configuration.accessLog { self.log(method: "-", path: "-", status: status, bytes: 0) }
+        if self.accessLog { self.log(method: "-", path: "-", status: status, bytes: 0) }
         return self.writer.serialize(HTTPResponse(status: status, closeConnection: true))
     }
 
@@ -93,7 +93,7 @@ extension Server {
         _ keepAlive: Bool
     ) -> Answer {
         let response = HTTPResponse(status: status, headers: headers, body: body, closeConnection: !keepAlive)
-        if self.configuration.accessLog {
+        if self.accessLog {
             self.log(method: request.method.rawValue, path: path, status: status, bytes: body.count)
         }
         return Answer(bytes: self.writer.serialize(response, for: request.head), file: nil)
@@ -137,7 +137,7 @@ extension Server {
             headers: [("Content-Type", Self.contentType(of: real)), ("Content-Length", String(size))],
             closeConnection: !keepAlive
         )
-        if self.configuration.accessLog {
+        if self.accessLog {
             self.log(method: request.method.rawValue, path: path, status: .ok, bytes: size)
         }
         let head = self.writer.serializeHead(response, for: request.head)

@@ -123,6 +123,9 @@ struct HTTPServer: ParsableCommand {
 /// The running server: listeners, live connections, shutdown.
 final class Server: Sendable {
     let configuration: HTTPServer
+    /// `--access-log`, read once: the option's getter costs hundreds of instructions, too much
+    /// to pay per request.
+    let accessLog: Bool
     let logger = Logger(label: "http-server")
     let writer = HTTPResponseWriter(serverName: "RingIO")
     /// The root directory, resolved (symlinks followed), to check served paths against.
@@ -141,6 +144,7 @@ final class Server: Sendable {
 
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
         self.configuration = configuration
+        self.accessLog = configuration.accessLog
         self.group = group
         self.stats = configuration.stats ? ServerStats() : nil
         // The handler server's timeouts; async connections count ticks of their own reads.

@@ -2,8 +2,6 @@
 // RingIO — RingHTTP
 //===----------------------------------------------------------------------===//
 
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -14,8 +12,10 @@ import Darwin
 
 /// Dates in the IMF-fixdate format of HTTP (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
 ///
-/// The current date is formatted at most once per second for the whole process: the
-/// response writer's `Date` field costs a clock read, a lock and a 29-byte copy.
+/// The current date is formatted at most once per second on each thread: the response
+/// writer's `Date` field costs a clock read (`CLOCK_REALTIME`, so the second turns when the
+/// clock's does) and a 29-byte copy from the thread's cache — no lock, no memory shared
+/// between the threads (the rings) that write responses.
 ///
 ///     HTTPDate.string(secondsSince1970: 784_111_777)   // "Sun, 06 Nov 1994 08:49:37 GMT"
 public enum HTTPDate {
@@ -45,20 +45,29 @@ public enum HTTPDate {
     }
 
     /// The current whole second since 1970, from the realtime clock.
+    ///
+    /// `clock_gettime(CLOCK_REALTIME)`, not `time()`: glibc's `time()` reads the coarse clock,
+    /// which lags the realtime clock by up to a timer tick and would date the first
+    /// milliseconds of a second with the one before.
     static func currentSecond() -> Int {
-        Int(time(nil))
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int(now.tv_sec)
     }
 
     /// Writes the date for the current second (29 bytes), formatting it only when the
-    /// second has changed since the last call in this process.
+    /// second has changed since this thread's last call.
     static func writeNow(to destination: UnsafeMutableRawPointer) {
         let now = Self.currentSecond()
-        _dateCache.withLock { stamp in
-            if stamp.second != now {
-                stamp.second = now
-                withUnsafeMutableBytes(of: &stamp.bytes) { Self.write(secondsSince1970: now, to: $0.baseAddress!) }
+        let stamp = _DateStamp.ofThisThread()
+        if stamp.pointee.second != now {
+            stamp.pointee.second = now
+            withUnsafeMutableBytes(of: &stamp.pointee.bytes) {
+                Self.write(secondsSince1970: now, to: $0.baseAddress!)
             }
-            withUnsafeBytes(of: stamp.bytes) { destination.copyMemory(from: $0.baseAddress!, byteCount: Self.length) }
+        }
+        withUnsafeBytes(of: stamp.pointee.bytes) {
+            destination.copyMemory(from: $0.baseAddress!, byteCount: Self.length)
         }
     }
 
@@ -114,12 +123,45 @@ public enum HTTPDate {
     }
 }
 
-/// The last formatted second and its 29 bytes (in 32).
-struct _DateStamp: Sendable {
+/// The last formatted second and its 29 bytes (in 32), one per thread.
+struct _DateStamp {
     var second = Int.min
     var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+    /// This thread's stamp, made at its first use and freed when the thread exits.
+    ///
+    /// The pointer is valid on this thread until it exits; it is never handed to another
+    /// thread, so the stamp needs no lock.
+    static func ofThisThread() -> UnsafeMutablePointer<_DateStamp> {
+        let key = _dateKey.key
+        if let stamp = pthread_getspecific(key) {
+            return stamp.assumingMemoryBound(to: _DateStamp.self)
+        }
+        let stamp = UnsafeMutablePointer<_DateStamp>.allocate(capacity: 1)
+        stamp.initialize(to: _DateStamp())
+        pthread_setspecific(key, stamp)
+        return stamp
+    }
 }
 
-/// Shared by every writer in the process; held only to compare a second and copy 29 bytes,
-/// or once a second to format them.
-private let _dateCache = Mutex(_DateStamp())
+/// The thread-specific key of the date stamps; each thread's stamp is freed at its exit.
+private struct _DateKey: @unchecked Sendable {
+    // @unchecked: the key is written once, by the global's initialization, and only read
+    // after it.
+    let key: pthread_key_t
+
+    init() {
+        var key = pthread_key_t()
+        let result = pthread_key_create(&key) { stamp in
+            #if canImport(Darwin)
+            stamp.assumingMemoryBound(to: _DateStamp.self).deallocate()
+            #else
+            stamp?.assumingMemoryBound(to: _DateStamp.self).deallocate()
+            #endif
+        }
+        precondition(result == 0, "HTTPDate: pthread_key_create failed (\(result))")
+        self.key = key
+    }
+}
+
+private let _dateKey = _DateKey()

@@ -73,9 +73,9 @@ public struct HTTPResponseWriter: Sendable {
     ///   allocation for the head (the head is formatted on the stack when it is under about
     ///   1 KiB), plus O(log *r*) tree nodes when the body has two or more regions.
     public func serialize(_ response: HTTPResponse, for request: HTTPRequestHead? = nil) -> ByteRope {
-        let sendsBody = !(request?.method == .head) && !response.status.forbidsBody
-        var bytes = self.serializeHead(response, for: request)
-        if sendsBody { bytes.append(response.body) }
+        let facts = _RequestFacts(request)
+        var bytes = self.serializeHead(response, facts)
+        if facts.sendsBody(response.status) { bytes.append(response.body) }
         return bytes
     }
 
@@ -89,8 +89,12 @@ public struct HTTPResponseWriter: Sendable {
     /// - Precondition: As ``serialize(_:for:)``.
     /// - Complexity: O(*h*) for *h* bytes of head; one allocation.
     public func serializeHead(_ response: HTTPResponse, for request: HTTPRequestHead? = nil) -> ByteRope {
-        let sendsBody = !(request?.method == .head) && !response.status.forbidsBody
-        if sendsBody, let length = response.contentLength {
+        self.serializeHead(response, _RequestFacts(request))
+    }
+
+    @inline(__always)
+    private func serializeHead(_ response: HTTPResponse, _ facts: _RequestFacts) -> ByteRope {
+        if facts.sendsBody(response.status), let length = response.contentLength {
             precondition(
                 length == response.body.count,
                 "HTTPResponse.contentLength \(length) differs from the body's \(response.body.count) bytes"
@@ -104,10 +108,11 @@ public struct HTTPResponseWriter: Sendable {
             own.note(name)
             capacity += name.utf8.count + value.utf8.count + 4
         }
-        capacity += response.status.reasonPhrase.utf8.count
+        let reasonPhrase = response.status.reasonPhrase
+        capacity += reasonPhrase.utf8.count
         if let serverName = self.serverName { capacity += serverName.utf8.count + 10 }
         capacity += HTTPDate.length + 8
-        return self.writeHead(response, for: request, own: own, capacity: capacity)
+        return self.writeHead(response, facts, reasonPhrase: reasonPhrase, own: own, capacity: capacity)
     }
 
     /// The head written into a buffer of `capacity` bytes, for tests of the bound: a
@@ -118,7 +123,13 @@ public struct HTTPResponseWriter: Sendable {
         precondition(capacity > 0, "capacity must be positive")
         var own = _OwnFields()
         for (name, _) in response.headers { own.note(name) }
-        return self.writeHead(response, for: request, own: own, capacity: capacity)
+        return self.writeHead(
+            response,
+            _RequestFacts(request),
+            reasonPhrase: response.status.reasonPhrase,
+            own: own,
+            capacity: capacity
+        )
     }
 
     /// Formats the head into a temporary buffer of `capacity` bytes (on the stack when it is
@@ -127,18 +138,26 @@ public struct HTTPResponseWriter: Sendable {
     @inline(__always)
     private func writeHead(
         _ response: HTTPResponse,
-        for request: HTTPRequestHead?,
+        _ facts: _RequestFacts,
+        reasonPhrase: String,
         own: _OwnFields,
         capacity: Int
     ) -> ByteRope {
-        let status = response.status
-        let closes = Self.closesConnection(response, for: request)
+        // What the head needs, taken out before the closure: it captures no response.
+        let code = response.status.code
+        let headers = response.headers
+        let closes = response.closeConnection || !facts.keepAlive
+        // No Content-Length in 1xx and 204 (RFC 9110 §8.6); in 304 only when given.
+        let contentLength: Int? =
+            own.contentLength || own.transferEncoding || code < 200 || code == 204
+                || (code == 304 && response.contentLength == nil)
+            ? nil : response.contentLength ?? response.body.count
         return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { buffer in
             var out = _HeadOutput(buffer)
             out.write("HTTP/1.1 ")
-            out.writeDecimal(status.code)
+            out.writeStatusCode(code)
             out.write(" ")
-            out.writeValue(status.reasonPhrase)
+            out.writeValue(reasonPhrase)
             out.write("\r\n")
             if let serverName = self.serverName, !own.server {
                 out.write("Server: ")
@@ -159,24 +178,21 @@ public struct HTTPResponseWriter: Sendable {
                     break
                 }
             }
-            for (name, value) in response.headers {
+            for (name, value) in headers {
                 out.writeName(name)
                 out.write(": ")
                 out.writeValue(value)
                 out.write("\r\n")
             }
-            if !own.contentLength && !own.transferEncoding {
-                // No Content-Length in 1xx and 204 (RFC 9110 §8.6); in 304 only when given.
-                if status.code >= 200 && status.code != 204 && (status.code != 304 || response.contentLength != nil) {
-                    out.write("Content-Length: ")
-                    out.writeDecimal(response.contentLength ?? response.body.count)
-                    out.write("\r\n")
-                }
+            if let contentLength {
+                out.write("Content-Length: ")
+                out.writeDecimal(contentLength)
+                out.write("\r\n")
             }
             if !own.connection {
                 if closes {
                     out.write("Connection: close\r\n")
-                } else if request?.version == .http1_0 {
+                } else if facts.isHTTP10 {
                     out.write("Connection: keep-alive\r\n")
                 }
             }
@@ -222,6 +238,28 @@ public struct HTTPResponseWriter: Sendable {
     private static let crlf = ByteRope(copying: "\r\n".utf8)
 }
 
+/// What the writer needs of the request it answers, read once: `nil` (no request) stands for
+/// an HTTP/1.1 `GET` that keeps the connection open.
+private struct _RequestFacts {
+    var isHead = false
+    var isHTTP10 = false
+    var keepAlive = true
+
+    @inline(__always)
+    init(_ request: HTTPRequestHead?) {
+        guard let request else { return }
+        if case .head = request.method { self.isHead = true }
+        self.isHTTP10 = request.version == .http1_0
+        self.keepAlive = request.keepAlive
+    }
+
+    /// Whether the body follows the head: not for `HEAD`, nor for 1xx, 204 and 304.
+    @inline(__always)
+    func sendsBody(_ status: HTTPStatus) -> Bool {
+        !self.isHead && !status.forbidsBody
+    }
+}
+
 /// The fields the writer adds that the caller set already.
 private struct _OwnFields {
     var contentLength = false
@@ -231,6 +269,11 @@ private struct _OwnFields {
     var date = false
 
     mutating func note(_ name: String) {
+        // Only names of these lengths can be one of the five: most fields stop here.
+        switch name.utf8.count {
+        case 4, 6, 10, 14, 17: break
+        default: return
+        }
         var key = _ShortKey()
         for byte in name.utf8 { key.append(byte) }
         switch key {
@@ -284,6 +327,17 @@ private struct _HeadOutput {
         self.cursor += count
     }
 
+    /// A status code: three digits.
+    @inline(__always)
+    mutating func writeStatusCode(_ code: Int) {
+        precondition(code >= 100 && code <= 999, "a status code has three digits")
+        self.claim(3)
+        self.cursor.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 + code / 100), toByteOffset: 0, as: UInt8.self)
+        self.cursor.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 + code / 10 % 10), toByteOffset: 1, as: UInt8.self)
+        self.cursor.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 + code % 10), toByteOffset: 2, as: UInt8.self)
+        self.cursor += 3
+    }
+
     @inline(__always)
     mutating func writeDecimal(_ value: Int) {
         precondition(value >= 0, "negative length")
@@ -308,25 +362,35 @@ private struct _HeadOutput {
 
     /// A field name: must be a token.
     mutating func writeName(_ name: String) {
-        precondition(
-            !name.isEmpty && name.utf8.allSatisfy(_Syntax.isToken),
-            "HTTP response header name \(name.debugDescription) is not a token"
-        )
-        self.writeValue(name)
+        var utf8Name = name
+        utf8Name.withUTF8 { utf8 in
+            precondition(
+                !utf8.isEmpty && utf8.allSatisfy(_Syntax.isToken),
+                "HTTP response header name \(name.debugDescription) is not a token"
+            )
+            self.copy(UnsafeRawBufferPointer(utf8))
+        }
     }
 
     /// A field value or reason phrase: CR, LF and NUL become spaces.
     mutating func writeValue(_ text: String) {
         var text = text
-        let count = text.withUTF8 { utf8 in
-            self.claim(utf8.count)
-            if let base = utf8.baseAddress { self.cursor.copyMemory(from: base, byteCount: utf8.count) }
-            return utf8.count
+        text.withUTF8 { utf8 in
+            let bytes = self.cursor.assumingMemoryBound(to: UInt8.self)
+            self.copy(UnsafeRawBufferPointer(utf8))
+            // CR (0x0D), LF (0x0A) and NUL are all below 0x0E: one comparison for most bytes.
+            for index in 0..<utf8.count where bytes[index] < 0x0E {
+                let byte = bytes[index]
+                if byte == _Syntax.cr || byte == _Syntax.lf || byte == 0 { bytes[index] = _Syntax.space }
+            }
         }
-        let bytes = self.cursor.assumingMemoryBound(to: UInt8.self)
-        for index in 0..<count where bytes[index] == _Syntax.cr || bytes[index] == _Syntax.lf || bytes[index] == 0 {
-            bytes[index] = _Syntax.space
-        }
-        self.cursor += count
+    }
+
+    /// `bytes`, as they are.
+    @inline(__always)
+    private mutating func copy(_ bytes: UnsafeRawBufferPointer) {
+        self.claim(bytes.count)
+        if let base = bytes.baseAddress { self.cursor.copyMemory(from: base, byteCount: bytes.count) }
+        self.cursor += bytes.count
     }
 }
