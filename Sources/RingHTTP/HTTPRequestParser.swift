@@ -4,6 +4,14 @@
 
 import ByteRopes
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// An incremental HTTP/1.1 request parser over ``ByteRope``: append what the connection
 /// receives, take out complete requests in order.
 ///
@@ -269,34 +277,54 @@ extension HTTPRequestParser {
     /// (`head` is set and the step is a body step).
     private mutating func parseHead() throws(_ParseFailure) -> Bool {
         switch self.step {
-        case .requestLine:
-            guard try self.parseRequestLine() else { return false }
-            return try self.parseFieldSection()
-        case .fields:
-            return try self.parseFieldSection()
+        case .requestLine, .fields:
+            // Between requests with nothing buffered (the common case after a request):
+            // nothing to parse.
+            if case .requestLine = self.step, self.buffer.isEmpty { return false }
+            // The head in one region (the common case): read that region's memory directly,
+            // with no walk of the rope's regions per access.
+            if self.buffer.regionCount == 1 {
+                let buffer = self.buffer  // keeps the region alive while it is read
+                let outcome = buffer.withUnsafeBytes { bytes in
+                    Swift.Result { () throws(_ParseFailure) in try self.parseHead(in: _RegionBytes(bytes)) }
+                }
+                return try outcome.get()
+            }
+            return try self.parseHead(in: self.buffer)
         case .contentLength, .chunkSizeLine, .chunkData, .chunkDataEnd, .trailers:
             return true
         }
     }
 
-    /// Parses the request line if its CRLF has arrived; then the step is `.fields`.
-    private mutating func parseRequestLine() throws(_ParseFailure) -> Bool {
-        self.skipEmptyLines()
+    /// Parses as much of the head as has arrived, reading `bytes`: the buffer's bytes.
+    @inline(__always)
+    private mutating func parseHead<Bytes: _BufferBytes>(in bytes: Bytes) throws(_ParseFailure) -> Bool {
+        var bytes = bytes
+        if case .requestLine = self.step {
+            guard try self.parseRequestLine(in: &bytes) else { return false }
+        }
+        return try self.parseFieldSection(in: bytes)
+    }
+
+    /// Parses the request line if its CRLF has arrived; then the step is `.fields`. `bytes`
+    /// are the buffer's, and stay so when empty lines are dropped from it.
+    private mutating func parseRequestLine<Bytes: _BufferBytes>(in bytes: inout Bytes) throws(_ParseFailure) -> Bool {
+        self.skipEmptyLines(in: &bytes)
         let lineLimit = self.limits.maxRequestLineLength &+ 2
-        let count = self.buffer.count
+        let count = bytes.count
         let window = Swift.min(count, lineLimit)
-        guard let lf = self.buffer.firstIndex(of: _Syntax.lf, within: self.scanned..<window) else {
+        guard let lf = bytes.firstIndex(of: _Syntax.lf, within: self.scanned..<window) else {
             if count >= lineLimit {
                 throw _ParseFailure(.uriTooLong, "request line longer than maxRequestLineLength")
             }
             self.scanned = window
             return false
         }
-        guard lf > 0, self.buffer[lf &- 1] == _Syntax.cr else {
+        guard lf > 0, bytes[lf &- 1] == _Syntax.cr else {
             throw _ParseFailure(.badRequest, "request line ends with a bare LF")
         }
         let length = lf &- 1
-        let parsed = try self.buffer.scan(
+        let parsed = try bytes.scan(
             0..<length,
             { (bytes) throws(_ParseFailure) in try _RequestLineScan.scan(&bytes, length: length) },
             { (bytes) throws(_ParseFailure) in try _RequestLineScan.scan(&bytes, length: length) }
@@ -314,17 +342,18 @@ extension HTTPRequestParser {
 
     /// Parses the header section if its end has arrived; then `head` is set and the step is
     /// the body's first.
-    private mutating func parseFieldSection() throws(_ParseFailure) -> Bool {
+    private mutating func parseFieldSection<Bytes: _BufferBytes>(in bytes: Bytes) throws(_ParseFailure) -> Bool {
         let lineLength = self.line!.length
         let fieldsStart = lineLength &+ 2
         let sectionLimit = fieldsStart &+ self.limits.maxHeaderSectionLength
-        let count = self.buffer.count
+        let count = bytes.count
         let window = Swift.min(count, sectionLimit)
-        guard let end = self.buffer.firstRange(of: _Syntax.headEnd, within: self.scanned..<window) else {
+        guard let end = bytes.firstRange(of: _Syntax.headEnd, within: self.scanned..<window) else {
             // A line ending in a bare LF would never end the section: refuse it now rather
             // than wait for the limit.
-            try self.refuseBareLineFeed(
-                in: Swift.max(self.scanned, lineLength)..<window,
+            try Self.refuseBareLineFeed(
+                in: bytes,
+                Swift.max(self.scanned, lineLength)..<window,
                 "header section has a bare LF"
             )
             if count >= sectionLimit {
@@ -334,19 +363,23 @@ extension HTTPRequestParser {
             return false
         }
         let headEnd = end.upperBound
-        try self.makeHead(fields: fieldsStart..<headEnd &- 2)
+        try self.makeHead(fields: fieldsStart..<headEnd &- 2, in: bytes)
         self.buffer = headEnd == count ? ByteRope() : self.buffer.subrange(headEnd...)
         self.scanned = 0
         return true
     }
 
-    /// Throws 400 if an LF within `range` of the buffer is not preceded by CR.
+    /// Throws 400 if an LF within `range` of `bytes` (the buffer's) is not preceded by CR.
     ///
     /// - Complexity: O(log *r*) per LF found, plus O(`range.count`).
-    private func refuseBareLineFeed(in range: Range<Int>, _ reason: StaticString) throws(_ParseFailure) {
+    private static func refuseBareLineFeed<Bytes: _BufferBytes>(
+        in bytes: Bytes,
+        _ range: Range<Int>,
+        _ reason: StaticString
+    ) throws(_ParseFailure) {
         var start = range.lowerBound
-        while let lf = self.buffer.firstIndex(of: _Syntax.lf, within: start..<range.upperBound) {
-            guard lf > 0, self.buffer[lf &- 1] == _Syntax.cr else {
+        while let lf = bytes.firstIndex(of: _Syntax.lf, within: start..<range.upperBound) {
+            guard lf > 0, bytes[lf &- 1] == _Syntax.cr else {
                 throw _ParseFailure(.badRequest, reason)
             }
             start = lf &+ 1
@@ -355,24 +388,26 @@ extension HTTPRequestParser {
 
     /// Drops the empty lines (CRLFs) before a request line; RFC 9112 §2.2 asks servers to
     /// ignore at least one.
-    private mutating func skipEmptyLines() {
-        guard self.buffer.first == _Syntax.cr else { return }
+    /// `bytes` are the buffer's, and stay so.
+    private mutating func skipEmptyLines<Bytes: _BufferBytes>(in bytes: inout Bytes) {
+        let count = bytes.count
+        guard count > 0, bytes[0] == _Syntax.cr else { return }
         var skipped = 0
-        var bytes = self.buffer.makeIterator()
-        while let cr = bytes.next(), cr == _Syntax.cr, let lf = bytes.next(), lf == _Syntax.lf {
+        while skipped &+ 1 < count, bytes[skipped] == _Syntax.cr, bytes[skipped &+ 1] == _Syntax.lf {
             skipped &+= 2
         }
         if skipped > 0 {
             self.buffer = self.buffer.subrange(skipped...)
+            bytes = bytes.dropping(skipped)
             self.scanned = 0
         }
     }
 
     /// Validates the field lines at `fields` (each ending with CRLF), applies the framing
     /// rules, and sets `head` and the body's first step.
-    private mutating func makeHead(fields: Range<Int>) throws(_ParseFailure) {
+    private mutating func makeHead<Bytes: _BufferBytes>(fields: Range<Int>, in bytes: Bytes) throws(_ParseFailure) {
         let line = self.line.take()!
-        let summary = try self.buffer.scan(
+        let summary = try bytes.scan(
             fields,
             { (bytes) throws(_ParseFailure) in try _FieldSummary.scan(&bytes, recognizing: true) },
             { (bytes) throws(_ParseFailure) in try _FieldSummary.scan(&bytes, recognizing: true) }
@@ -599,7 +634,7 @@ extension HTTPRequestParser {
                 let sectionLimit = self.limits.maxHeaderSectionLength
                 let window = Swift.min(count, sectionLimit)
                 guard let end = self.buffer.firstRange(of: _Syntax.headEnd, within: self.scanned..<window) else {
-                    try self.refuseBareLineFeed(in: self.scanned..<window, "trailer section has a bare LF")
+                    try Self.refuseBareLineFeed(in: self.buffer, self.scanned..<window, "trailer section has a bare LF")
                     if count >= sectionLimit {
                         throw _ParseFailure(.headersTooLarge, "trailer section longer than maxHeaderSectionLength")
                     }
@@ -669,12 +704,90 @@ extension HTTPRequestParser {
 
 // MARK: - Searching and scanning the buffer
 
-extension ByteRope {
+/// Read access to the parser's buffered bytes: the rope itself, or — when the rope is one
+/// region, the common case — that region's memory (``_RegionBytes``), read with no walk of
+/// the rope per access. Offsets are the buffer's.
+protocol _BufferBytes {
+    /// The number of bytes.
+    var count: Int { get }
+    /// The byte at `position`, which is below `count`.
+    subscript(position: Int) -> UInt8 { get }
+    /// The offset of the first `byte` within `range`.
+    func firstIndex(of byte: UInt8, within range: Range<Int>) -> Int?
+    /// The first occurrence of `pattern` within `range`.
+    func firstRange(of pattern: UnsafeRawBufferPointer, within range: Range<Int>) -> Range<Int>?
+    /// Runs a scanner over the bytes at `range`: `contiguous` over raw memory when they lie
+    /// in one region, else `general` with the rope's byte iterator.
+    func scan<Result>(
+        _ range: Range<Int>,
+        _ contiguous: (inout UnsafeRawBufferPointer.Iterator) throws(_ParseFailure) -> Result,
+        _ general: (inout ByteRope.Iterator) throws(_ParseFailure) -> Result
+    ) throws(_ParseFailure) -> Result
+    /// The bytes after the first `count`.
+    func dropping(_ count: Int) -> Self
+}
+
+/// The bytes of a buffer that is one region: that region's memory, valid while the caller
+/// holds the rope.
+struct _RegionBytes: _BufferBytes {
+    private let bytes: UnsafeRawBufferPointer
+
+    /// - Precondition: `bytes` has a base address (even when empty).
+    init(_ bytes: UnsafeRawBufferPointer) {
+        assert(bytes.baseAddress != nil, "region bytes without an address")
+        self.bytes = bytes
+    }
+
+    var count: Int { self.bytes.count }
+
+    subscript(position: Int) -> UInt8 { self.bytes[position] }
+
+    func firstIndex(of byte: UInt8, within range: Range<Int>) -> Int? {
+        guard !range.isEmpty else { return nil }
+        let base = self.bytes.baseAddress!
+        guard let found = memchr(base + range.lowerBound, CInt(byte), range.count) else { return nil }
+        return UnsafeRawPointer(found) - base
+    }
+
+    func firstRange(of pattern: UnsafeRawBufferPointer, within range: Range<Int>) -> Range<Int>? {
+        guard range.count >= pattern.count, let first = pattern.first else { return nil }
+        let base = self.bytes.baseAddress!
+        // The last offset where the pattern can start, and candidates found by their first byte.
+        let lastStart = range.upperBound &- pattern.count
+        var start = range.lowerBound
+        while let candidate = self.firstIndex(of: first, within: start..<(lastStart &+ 1)) {
+            if memcmp(base + candidate, pattern.baseAddress!, pattern.count) == 0 {
+                return candidate..<(candidate &+ pattern.count)
+            }
+            start = candidate &+ 1
+        }
+        return nil
+    }
+
+    func scan<Result>(
+        _ range: Range<Int>,
+        _ contiguous: (inout UnsafeRawBufferPointer.Iterator) throws(_ParseFailure) -> Result,
+        _ general: (inout ByteRope.Iterator) throws(_ParseFailure) -> Result
+    ) throws(_ParseFailure) -> Result {
+        var iterator = UnsafeRawBufferPointer(rebasing: self.bytes[range]).makeIterator()
+        return try contiguous(&iterator)
+    }
+
+    func dropping(_ count: Int) -> _RegionBytes {
+        _RegionBytes(UnsafeRawBufferPointer(rebasing: self.bytes[count...]))
+    }
+}
+
+extension ByteRope: _BufferBytes {
+    func dropping(_ count: Int) -> ByteRope {
+        self.subrange(count...)
+    }
+
     /// The offset of the first `byte` within `range`, searching each region with `memchr`.
     ///
     /// - Complexity: O(log *r* + `range.count`); allocates only when the range is not the
     ///   whole rope and spans three or more regions.
-    fileprivate func firstIndex(of byte: UInt8, within range: Range<Int>) -> Int? {
+    func firstIndex(of byte: UInt8, within range: Range<Int>) -> Int? {
         guard !range.isEmpty else { return nil }
         if range.lowerBound == 0 && range.upperBound == self.count { return self.firstIndex(of: byte) }
         return self.subrange(range).firstIndex(of: byte).map { $0 &+ range.lowerBound }
@@ -684,7 +797,7 @@ extension ByteRope {
     ///
     /// - Complexity: O(log *r* + `range.count`); allocates only when the range is not the
     ///   whole rope and spans three or more regions.
-    fileprivate func firstRange(of pattern: UnsafeRawBufferPointer, within range: Range<Int>) -> Range<Int>? {
+    func firstRange(of pattern: UnsafeRawBufferPointer, within range: Range<Int>) -> Range<Int>? {
         guard range.count >= pattern.count else { return nil }
         if range.lowerBound == 0 && range.upperBound == self.count { return self.firstRange(of: pattern) }
         return self.subrange(range).firstRange(of: pattern).map {
@@ -695,7 +808,7 @@ extension ByteRope {
     /// Runs a scanner over the bytes at `range`: `contiguous` over raw memory when they lie
     /// in one region (the common case: no iterator over the rope's regions), else `general`
     /// with the rope's byte iterator. Both are the same generic scanner, specialized twice.
-    fileprivate func scan<Result>(
+    func scan<Result>(
         _ range: Range<Int>,
         _ contiguous: (inout UnsafeRawBufferPointer.Iterator) throws(_ParseFailure) -> Result,
         _ general: (inout ByteRope.Iterator) throws(_ParseFailure) -> Result
