@@ -39,16 +39,12 @@ struct _FieldSummary {
         }
     }
 
-    private enum LineState {
-        case lineStart
-        case name
-        case value
-        case lineFeed
-    }
-
     /// Validates field lines (`field-name ":" OWS field-value OWS CRLF`, RFC 9112 §5), each
     /// ending with CRLF, read from `bytes` to their end; with `recognizing`, reads the
     /// framing fields.
+    ///
+    /// Each part of a line (the name, the value) is read by a loop of its own, so that a byte
+    /// costs the checks of its part only.
     ///
     /// - Throws: 400 for a byte that is not allowed where it is: whitespace at the start of
     ///   a line (obs-fold), before the colon, an empty or invalid name, a control character
@@ -58,73 +54,88 @@ struct _FieldSummary {
         recognizing: Bool
     ) throws(_ParseFailure) -> _FieldSummary {
         var summary = _FieldSummary()
-        var state = LineState.lineStart
-        var name = _ShortKey()
-        var kind = Kind.other
         var list = _ListScanner()
         var number = _DecimalListScanner()
-        while let byte = bytes.next() {
-            switch state {
-            case .lineStart:
+        var cutShort = false
+        while let first = bytes.next() {
+            // The line's first byte: a name's.
+            guard _Syntax.isToken(first) else {
+                if _Syntax.isWhitespace(first) {
+                    throw _ParseFailure(.badRequest, "obs-fold or whitespace at the start of a field line")
+                }
+                throw _ParseFailure(.badRequest, "empty or invalid field name")
+            }
+            // The rest of the name, up to the colon.
+            var name = _ShortKey()
+            name.append(first)
+            var afterName: UInt8?
+            while let byte = bytes.next() {
                 guard _Syntax.isToken(byte) else {
-                    if _Syntax.isWhitespace(byte) {
-                        throw _ParseFailure(.badRequest, "obs-fold or whitespace at the start of a field line")
-                    }
-                    throw _ParseFailure(.badRequest, "empty or invalid field name")
+                    afterName = byte
+                    break
                 }
-                name = _ShortKey()
                 name.append(byte)
-                state = .name
-            case .name:
-                if _Syntax.isToken(byte) {
-                    name.append(byte)
-                } else if byte == _Syntax.colon {
-                    kind = recognizing ? Kind(name) : .other
-                    state = .value
-                } else if _Syntax.isWhitespace(byte) {
+            }
+            guard let afterName else {
+                cutShort = true
+                break
+            }
+            guard afterName == _Syntax.colon else {
+                if _Syntax.isWhitespace(afterName) {
                     throw _ParseFailure(.badRequest, "whitespace between a field name and its colon")
-                } else {
-                    throw _ParseFailure(.badRequest, "invalid byte in a field name")
                 }
-            case .value:
+                throw _ParseFailure(.badRequest, "invalid byte in a field name")
+            }
+            let kind = recognizing ? Kind(name) : .other
+            // The value, up to the CR.
+            var sawCR = false
+            while let byte = bytes.next() {
                 if byte == _Syntax.cr {
-                    state = .lineFeed
-                } else if _Syntax.isFieldValue(byte) {
-                    switch kind {
-                    case .other, .host:
-                        break
-                    case .contentLength:
-                        try number.feed(byte)
-                    case .transferEncoding, .connection, .expect:
-                        if let element = list.feed(byte) { summary.take(element, of: kind) }
+                    sawCR = true
+                    break
+                }
+                guard _Syntax.isFieldValue(byte) else {
+                    if byte == _Syntax.lf {
+                        throw _ParseFailure(.badRequest, "field line ends with a bare LF")
                     }
-                } else if byte == _Syntax.lf {
-                    throw _ParseFailure(.badRequest, "field line ends with a bare LF")
-                } else {
                     throw _ParseFailure(.badRequest, "control character in a field value")
                 }
-            case .lineFeed:
-                guard byte == _Syntax.lf else {
-                    throw _ParseFailure(.badRequest, "bare CR in a field line")
-                }
                 switch kind {
-                case .other:
+                case .other, .host:
                     break
-                case .host:
-                    summary.hostCount &+= 1
                 case .contentLength:
-                    try number.finish(into: &summary.contentLength)
+                    try number.feed(byte)
                 case .transferEncoding, .connection, .expect:
-                    if kind == .transferEncoding { summary.sawTransferEncoding = true }
-                    if let element = list.finish() { summary.take(element, of: kind) }
+                    if let element = list.feed(byte) { summary.take(element, of: kind) }
                 }
-                summary.fieldCount &+= 1
-                kind = .other
-                state = .lineStart
             }
+            guard sawCR else {
+                cutShort = true
+                break
+            }
+            // The LF after it.
+            guard let lineFeed = bytes.next() else {
+                cutShort = true
+                break
+            }
+            guard lineFeed == _Syntax.lf else {
+                throw _ParseFailure(.badRequest, "bare CR in a field line")
+            }
+            switch kind {
+            case .other:
+                break
+            case .host:
+                summary.hostCount &+= 1
+            case .contentLength:
+                try number.finish(into: &summary.contentLength)
+            case .transferEncoding, .connection, .expect:
+                if kind == .transferEncoding { summary.sawTransferEncoding = true }
+                if let element = list.finish() { summary.take(element, of: kind) }
+            }
+            summary.fieldCount &+= 1
         }
         // The caller passes whole lines: the parser found their CRLF CRLF end.
-        assert(state == .lineStart, "field lines cut short")
+        assert(!cutShort, "field lines cut short")
         return summary
     }
 
