@@ -3,7 +3,9 @@
 //===----------------------------------------------------------------------===//
 
 import ByteRopes
+import Dispatch
 import RingHTTP
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -242,6 +244,35 @@ struct HTTPResponseWriterTests {
         let bytes = text(HTTPResponseWriter(serverName: nil).serialize(HTTPResponse()))
         #expect(bytes.hasPrefix("HTTP/1.1 200 OK\r\nDate: "))
         #expect(bytes.utf8.count == "HTTP/1.1 200 OK\r\nDate: \r\nContent-Length: 0\r\n\r\n".utf8.count + 29)
+    }
+
+    @Test("The cached current date is the realtime clock's second, on each of several threads")
+    func currentDateOnThreads() {
+        // Each thread has its own cache: every date read must be that of a second the realtime
+        // clock showed around the read — never the second before (a stale cache, or a coarse
+        // clock that has not turned yet). Each thread reads until the second has turned and
+        // 10,000 reads more, where a lagging date would show (at most about a second of reads).
+        let mismatches = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let start = Self.realtimeSecond()
+            var readsAfterTurn = 0
+            while readsAfterTurn < 10_000 {
+                let before = Self.realtimeSecond()
+                let now = HTTPDate.now
+                let after = Self.realtimeSecond()
+                if now != HTTPDate.string(secondsSince1970: before) && now != HTTPDate.string(secondsSince1970: after) {
+                    mismatches.add(1, ordering: .relaxed)
+                }
+                if before > start { readsAfterTurn += 1 }
+            }
+        }
+        #expect(mismatches.load(ordering: .relaxed) == 0)
+    }
+
+    private static func realtimeSecond() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int(now.tv_sec)
     }
 }
 
