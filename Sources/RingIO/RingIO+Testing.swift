@@ -132,6 +132,11 @@ package enum _RingIOTesting {
         self.onRing(ring) { ring.core.providedBuffers.memoryRange }
     }
 
+    /// How many finished write operations the ring keeps for reuse now.
+    package static func pooledWriteOperations(of ring: RingLoop) -> Int {
+        self.onRing(ring) { ring.core.channelSupport.writePool.count }
+    }
+
     /// Runs `work` on `queue` through the ring's delivery path, from the ring thread: grouped
     /// into one `async` per DispatchQueue per turn, inline for the ring itself.
     package static func deliver(from ring: RingLoop, on queue: some IOQueue, _ work: @escaping @Sendable () -> Void) {

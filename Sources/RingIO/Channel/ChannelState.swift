@@ -180,7 +180,7 @@ internal final class _ChannelState: @unchecked Sendable {
             queue.enqueue { handler(true, data, error) }
             return nil
         }
-        let operation = _WriteOperation(
+        let operation = _WriteOperation.make(
             channel: self,
             entry: entry,
             queue: queue,

@@ -38,6 +38,58 @@ internal struct _ChannelRingSupport {
     var openPaths = 0
     /// Path entries waiting for the open-path budget, in order.
     var openQueue: [_DescriptorEntry] = []
+    /// Write operations done with, for the next writes scheduled on the ring thread.
+    var writePool = _WriteOperationPool()
+}
+
+/// Write operations of one ring that finished their life, for reuse: a write scheduled on
+/// the ring thread (a handler on the ring, a task on its executor) allocates nothing.
+///
+/// Invariant: an operation enters the pool on the ring thread once it is retired (no syscall
+/// in flight, out of every lane and list) and its final call has run there, with its
+/// references dropped (`_Operation.dropReferences`). Others may still hold it for a while
+/// — the job that ran its final call until the turn ends, the task that awaited it until
+/// its `write` returns, a cancellation handler — so `take` hands out only an operation the
+/// pool holds alone (`isKnownUniquelyReferenced`, then an acquiring fence, which orders
+/// the last holder's release before the reuse, as the provided buffers do).
+/// Ring thread only (it lives in the ring's `_ChannelRingSupport`).
+internal struct _WriteOperationPool {
+    /// Operations kept at most; more are freed. Enough for a ring with thousands of
+    /// connections writing one message at a time to recycle most of them.
+    static let capacity = 256
+    /// How many of the most recently pooled operations `take` looks at.
+    private static let probes = 4
+
+    private var operations: [_WriteOperation] = []
+
+    /// How many operations wait for reuse.
+    var count: Int { self.operations.count }
+
+    /// An operation no one else refers to, or `nil` (the caller allocates one).
+    mutating func take() -> _WriteOperation? {
+        var index = self.operations.count - 1
+        let lowest = max(0, self.operations.count - Self.probes)
+        while index >= lowest {
+            if isKnownUniquelyReferenced(&self.operations[index]) {
+                atomicMemoryFence(ordering: .acquiring)
+                self.operations.swapAt(index, self.operations.count - 1)
+                return self.operations.removeLast()
+            }
+            index -= 1
+        }
+        return nil
+    }
+
+    /// Keeps `operation` for reuse (see the invariant above), unless the pool is full.
+    mutating func give(_ operation: _WriteOperation) {
+        guard self.operations.count < Self.capacity else { return }
+        self.operations.append(operation)
+    }
+
+    /// Lets go of every pooled operation (the ring is exiting).
+    mutating func removeAll() {
+        self.operations.removeAll()
+    }
 }
 
 // MARK: - Memory for file reads

@@ -88,7 +88,7 @@ extension IOChannel {
         isolation: isolated (any Actor)? = #isolation
     ) async throws(Errno) {
         guard let entry = self.state.entry else { throw self.state.creationFailure! }
-        let operation = _WriteOperation(
+        let operation = _WriteOperation.make(
             channel: self.state,
             entry: entry,
             queue: entry.ring,

@@ -27,14 +27,16 @@ internal class _Operation: RingOperationTarget {
         static let ignore: UInt64 = 1 << 63
     }
 
-    // MARK: Immutable after init
-    let channel: _ChannelState
-    let entry: _DescriptorEntry
-    let queue: any IOQueue
-    let handler: @Sendable (Bool, ByteRope?, Errno?) -> Void
-    let offset: Int64
+    // MARK: Set for each life (see "Reuse"), before the operation reaches the ring
+    // Implicitly unwrapped: `nil` only while the operation waits in its ring's pool, where it
+    // must not keep a channel, a descriptor entry or a ring alive.
+    private(set) var channel: _ChannelState!
+    private(set) var entry: _DescriptorEntry!
+    private(set) var queue: (any IOQueue)!
+    private(set) var handler: @Sendable (Bool, ByteRope?, Errno?) -> Void
+    private(set) var offset: Int64
     /// The lane it waits in (`_Operation.readLane`…), or `nil` for random access (no lane).
-    let lane: Int?
+    private(set) var lane: Int?
 
     // MARK: Ring thread only
     var lowWater = 1
@@ -47,6 +49,10 @@ internal class _Operation: RingOperationTarget {
     var started = false
     var isFinished = false
     private var retired = false
+    /// Its final handler call has run (or its awaiting task was resumed with the end) on the
+    /// ring thread, and no drain is running: together with `retired`, nothing of the ring
+    /// refers to it any more (see "Reuse").
+    private var finalCallRan = false
     private var inFlight = 0
     private var timer: UInt64?
     private var timerSpec: _KernelTimespec?
@@ -86,6 +92,60 @@ internal class _Operation: RingOperationTarget {
         self.offset = offset
         self.lane = lane
         self.handler = handler
+    }
+
+    // MARK: Reuse
+
+    /// Starts a new life of an operation taken from its ring's pool: the fields of
+    /// `init`, and every per-life state back to its initial value. Ring thread; the pool
+    /// hands out only operations no one else refers to (see ``_WriteOperationPool``).
+    func reuse(
+        channel: _ChannelState,
+        entry: _DescriptorEntry,
+        queue: any IOQueue,
+        offset: Int64,
+        lane: Int?,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) {
+        entry.core.assertOnRingThread()
+        assert(self.retired && self.finalCallRan && self.inFlight == 0 && self.timer == nil)
+        self.channel = channel
+        self.entry = entry
+        self.queue = queue
+        self.offset = offset
+        self.lane = lane
+        self.handler = handler
+        self.lowWater = 1
+        self.highWater = Int.max
+        self.intervalNanoseconds = 0
+        self.strictInterval = false
+        self.scheduled = false
+        self.admitted = false
+        self.started = false
+        self.isFinished = false
+        self.retired = false
+        self.finalCallRan = false
+        self.timerDeadline = 0
+        self.cancelRequested.store(false, ordering: .relaxed)
+    }
+
+    /// Called once the operation is retired and its final call has run: a pooled kind gives
+    /// itself back to its ring here (after letting go of what it refers to). Ring thread.
+    func recycle() {}
+
+    /// Recycles the operation when both its retirement and its final call are behind it.
+    private func recycleIfDone() {
+        guard self.retired && self.finalCallRan else { return }
+        self.recycle()
+    }
+
+    /// Lets go of the channel, the entry, the queue and the handler: an operation waiting in
+    /// its ring's pool keeps none of them alive. Ring thread, from `recycle`.
+    final func dropReferences() {
+        self.channel = nil
+        self.entry = nil
+        self.queue = nil
+        self.handler = Self.noHandler
     }
 
     /// The lane of an operation on `entry` for a channel of `kind`.
@@ -207,7 +267,10 @@ internal class _Operation: RingOperationTarget {
             return true
         }
         // The delivered job holds the operation strongly until it has run.
-        if mustSchedule { self.entry.core.deliver(self, on: self.queue) }
+        if mustSchedule {
+            let queue: any IOQueue = self.queue
+            self.entry.core.deliver(self, on: queue)
+        }
     }
 
     /// A handler call of an async operation, on the ring thread: the awaiting task gets it at
@@ -225,6 +288,8 @@ internal class _Operation: RingOperationTarget {
             guard done else { return }  // progress calls: a task waits for the end
             self.awaiting = nil
             continuation.resume(returning: error.map { .failure($0) } ?? .success(ByteRope()))
+            self.finalCallRan = true
+            self.recycleIfDone()
         case .collect(let continuation):
             if let data, !data.isEmpty { self.collected.append(data) }
             guard done else { return }
@@ -279,23 +344,32 @@ internal class _Operation: RingOperationTarget {
     /// Runs the queued handler calls until none is left. On the handler queue; one drainer at
     /// a time (the `running` flag), so `draining` needs no lock of its own.
     final func runDelivered() {
+        var ranFinal = false
         while true {
             let first = self.calls.withLock { calls in
                 calls.take(restInto: &self.draining)
             }
-            guard let first else { return }
-            self.run(first)
-            for call in self.draining { self.run(call) }
+            guard let first else { break }
+            ranFinal = self.run(first) || ranFinal
+            for call in self.draining { ranFinal = self.run(call) || ranFinal }
             self.draining.removeAll(keepingCapacity: true)
+        }
+        // On the ring thread (the operation's queue is its ring), the end of its life on
+        // the ring side: it may go back to the ring's pool. Elsewhere nothing is touched.
+        if ranFinal && self.entry.core.isRingThread {
+            self.finalCallRan = true
+            self.recycleIfDone()
         }
     }
 
+    /// Runs one handler call; returns whether it was the final one.
     @inline(__always)
-    private func run(_ call: _HandlerCall) {
+    private func run(_ call: _HandlerCall) -> Bool {
         self.handler(call.done, call.data, call.error)
         if self.countsHeldBytes, let data = call.data, !data.isEmpty {
             self.release(data.count)
         }
+        return call.done
     }
 
     // MARK: Back-pressure
@@ -345,11 +419,15 @@ internal class _Operation: RingOperationTarget {
         self.retired = true
         self.timerSpec = nil
         self.entry.operationRetired()
+        self.recycleIfDone()
     }
 }
 
 // @unchecked: each stored property has one owner, marked by the MARK above it —
-// - "Immutable after init": read anywhere.
+// - "Set for each life": written by `init`, or by `reuse` on the ring thread when the ring's
+//   pool hands the operation out (it then has no other holder: `_WriteOperationPool`), and
+//   by `dropReferences` on the ring thread when it goes back (its final call has run there
+//   and it is retired: no other thread touches it any more); read anywhere in between.
 // - "Ring thread only": touched only on the entry's ring thread (the methods that touch them
 //   check so in debug builds); other threads only carry the reference there.
 // - `awaiting`, `collected`: set by the scheduling thread before the operation is handed to the

@@ -63,6 +63,53 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         self.vectorStorage?.deallocate()
     }
 
+    /// A write for `data`: one from the ring's pool when called on its thread, else a new one.
+    static func make(
+        channel: _ChannelState,
+        entry: _DescriptorEntry,
+        queue: any IOQueue,
+        offset: Int64,
+        data: ByteRope,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _WriteOperation {
+        if entry.core.isRingThread, let operation = entry.core.channelSupport.writePool.take() {
+            operation.reuse(
+                channel: channel,
+                entry: entry,
+                queue: queue,
+                offset: offset,
+                lane: _Operation.lane(kind: channel.kind, entry: entry, isRead: false),
+                handler: handler
+            )
+            operation.data = data
+            operation.written = 0
+            operation.bufferStart = 0
+            operation.bufferEnd = 0
+            operation.syscallInFlight = false
+            operation.pollInFlight = false
+            operation.inFlightUserData = 0
+            operation.terminating = nil
+            operation.start = -1
+            operation.setsPosition = false
+            return operation
+        }
+        return _WriteOperation(
+            channel: channel,
+            entry: entry,
+            queue: queue,
+            offset: offset,
+            data: data,
+            handler: handler
+        )
+    }
+
+    override func recycle() {
+        let core = self.entry.core
+        self.data = ByteRope()
+        self.dropReferences()
+        core.channelSupport.writePool.give(self)
+    }
+
     private static let vectorsOffset =
         (MemoryLayout<msghdr>.stride + MemoryLayout<iovec>.alignment - 1) & ~(MemoryLayout<iovec>.alignment - 1)
 

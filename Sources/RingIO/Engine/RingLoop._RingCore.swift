@@ -517,6 +517,8 @@ internal final class _RingCore: @unchecked Sendable {
             self.flushDispatchBatches()
         }
         self.flushDispatchBatches()
+        // Pooled operations hold nothing of a channel, but they are the ring's to free.
+        self.channelSupport.writePool.removeAll()
         self._providedBuffers?.close(uring: self.uring)
         self._providedBuffers = nil
         self.uring.close()
