@@ -268,6 +268,8 @@ internal final class _RingCore: @unchecked Sendable {
         switch job {
         case .closure, .runnable:
             self.counters.discardedJobs.add(1, ordering: .relaxed)
+        case .ran:
+            break
         case .submission(let operation):
             self.counters.discardedJobs.add(1, ordering: .relaxed)
             operation.ringExited()
@@ -540,10 +542,14 @@ internal final class _RingCore: @unchecked Sendable {
             swap(&self.runningJobs, &self.localJobs)
         }
         self.inbox.drain(into: &self.runningJobs)
-        // Index loop: a job may append to `localJobs`, never to `runningJobs`.
+        // Index loop: a job may append to `localJobs`, never to `runningJobs`. Each job is
+        // let go of as it runs, not at the end of the batch: an operation whose last call a
+        // job ran is then free for reuse by the jobs after it (`_WriteOperationPool`).
         var index = 0
         while index < self.runningJobs.count {
-            self.run(self.runningJobs[index])
+            let job = self.runningJobs[index]
+            self.runningJobs[index] = .ran
+            self.run(job)
             index += 1
         }
         guard index > 0 else { return }
@@ -566,6 +572,8 @@ internal final class _RingCore: @unchecked Sendable {
             job.runSynchronously(on: self.taskExecutorHandle!)
         case .serialJob(let job):
             job.runSynchronously(on: self.serialExecutorHandle!)
+        case .ran:
+            break
         }
     }
 
@@ -762,6 +770,8 @@ internal enum _RingJob: @unchecked Sendable {
     case taskJob(UnownedJob)
     /// A job of the ring's `SerialExecutor`.
     case serialJob(UnownedJob)
+    /// The place of a job that has run, in the batch being run (see `runJobs`).
+    case ran
 
     /// Runs a job bound for a DispatchQueue (only closures and runnables go there).
     @inline(__always)
@@ -769,7 +779,7 @@ internal enum _RingJob: @unchecked Sendable {
         switch self {
         case .closure(let work): work()
         case .runnable(let runnable): runnable.runDelivered()
-        case .submission, .taskJob, .serialJob: preconditionFailure("RingIO: a ring-only job left its ring")
+        case .submission, .taskJob, .serialJob, .ran: preconditionFailure("RingIO: a ring-only job left its ring")
         }
     }
 }
