@@ -132,6 +132,16 @@ package enum _RingIOTesting {
         self.onRing(ring) { ring.core.providedBuffers.memoryRange }
     }
 
+    /// How many writes of `channel` ride the syscall of the write ahead of them now.
+    package static func ridingWrites(of channel: IOChannel) -> Int {
+        guard let ring = channel.state.entry?.ring else { return 0 }
+        return self.onRing(ring) {
+            channel.state.operations.reduce(0) { count, operation in
+                count + ((operation as? _WriteOperation)?.isRiding == true ? 1 : 0)
+            }
+        }
+    }
+
     /// How many finished write operations the ring keeps for reuse now.
     package static func pooledWriteOperations(of ring: RingLoop) -> Int {
         self.onRing(ring) { ring.core.channelSupport.writePool.count }

@@ -162,6 +162,13 @@ internal struct _FIFO<Element> {
 
     var isEmpty: Bool { self.head == self.storage.count }
     var first: Element? { self.isEmpty ? nil : self.storage[self.head] }
+    var count: Int { self.storage.count - self.head }
+
+    /// The element `index` places behind the first (0: the first).
+    subscript(index: Int) -> Element {
+        precondition(index >= 0 && index < self.count, "_FIFO index out of range")
+        return self.storage[self.head + index]!
+    }
 
     mutating func append(_ element: Element) {
         self.storage.append(element)

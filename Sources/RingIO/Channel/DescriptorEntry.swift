@@ -249,6 +249,8 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
                         self.laneHeads[lane] = next
                         self.start(next)
                     }
+                } else if self.lanes[lane].first === operation {
+                    _ = self.lanes[lane].popFirst()  // a write that rode the head's syscall
                 } else {
                     _ = self.lanes[lane].removeAll(where: { $0 === operation })
                 }
@@ -269,6 +271,27 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         self.core.assertOnRingThread()
         self.unretired -= 1
         self.finishIfIdle()
+    }
+
+    // MARK: Gathered writes
+
+    /// The writes waiting behind the head of the write lane (stream-like descriptors), which
+    /// may join the head's syscall.
+    var waitingWriteCount: Int {
+        self.core.assertOnRingThread()
+        return self.lanes[_Operation.writeLane].count
+    }
+
+    /// The waiting write `index` places behind the head of the write lane (0: next).
+    func waitingWrite(at index: Int) -> _WriteOperation {
+        self.core.assertOnRingThread()
+        return unsafeDowncast(self.lanes[_Operation.writeLane][index], to: _WriteOperation.self)
+    }
+
+    /// The write whose syscall the waiting writes may have joined.
+    var writeLaneHead: _WriteOperation? {
+        self.core.assertOnRingThread()
+        return self.laneHeads[_Operation.writeLane] as? _WriteOperation
     }
 
     // MARK: Barriers

@@ -34,6 +34,15 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     private var start: Int64 = -1
     /// A stream write to a file: set the file position after the end.
     private var setsPosition = false
+    /// Gathering (see `issueGathered`). The head of the lane: how many of the writes waiting
+    /// behind it ride its syscall in flight, and whether one of them asked to cancel it.
+    private var riderCount = 0
+    private var cancelledForRider = false
+    /// A waiting write: its bytes are part of the lane head's syscall in flight.
+    private var riding = false
+
+    /// See `riding` (for the tests). Ring thread.
+    var isRiding: Bool { self.riding }
 
     private enum WriteTag {
         static let write: UInt64 = 0
@@ -91,6 +100,9 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             operation.terminating = nil
             operation.start = -1
             operation.setsPosition = false
+            operation.riderCount = 0
+            operation.cancelledForRider = false
+            operation.riding = false
             return operation
         }
         return _WriteOperation(
@@ -194,6 +206,11 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             self.bufferEnd = self.written + self.nextBufferLength()
         }
         let limit = self.bufferEnd - self.written
+        if limit == self.data.count - self.written && self.lane == Self.writeLane && self.entry.waitingWriteCount > 0
+            && self.entry.type.isStreamLike && self.issueGathered(limit: limit)
+        {
+            return
+        }
         let fd = self.entry.fd
         let offset = self.start >= 0 ? self.start + Int64(self.written) : -1
         // One region (the common case): a plain send or write, no iovec.
@@ -242,6 +259,126 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
     }
 
+    /// Writes the rest of the data and, after it, whole writes waiting behind it in the lane,
+    /// in one vectored syscall (sendmsg, or writev on a pipe or terminal): what a busy
+    /// connection queued while a send was in flight leaves together, as a hand-written server
+    /// gathers it. A waiting write rides along when its data fits in one buffer of its own
+    /// (R49), in the iovecs left (`_ChannelLimits.writeVectors`) and in one chunk in all.
+    /// Each keeps its own handler calls, in lane order (see `gatheredCompleted`).
+    ///
+    /// - Returns: `false` when no waiting write can ride (the caller writes alone).
+    private func issueGathered(limit: Int) -> Bool {
+        let (message, vectors) = self.vectorSpace()
+        var (count, total) = self.data.exportIOVectors(into: vectors, from: self.written)
+        guard total == limit else { return false }  // its own rest needs every iovec
+        var riders = 0
+        let waiting = self.entry.waitingWriteCount
+        while riders < waiting && count < vectors.count {
+            let rider = self.entry.waitingWrite(at: riders)
+            let size = rider.data.count
+            guard rider.terminating == nil, size <= min(_ChannelLimits.chunkSize, rider.highWater),
+                total + size <= _ChannelLimits.chunkSize
+            else { break }
+            let (added, bytes) = rider.data.exportIOVectors(
+                into: UnsafeMutableBufferPointer(rebasing: vectors[count...]),
+                from: 0
+            )
+            guard bytes == size else { break }  // its regions do not all fit
+            count += added
+            total += size
+            rider.riding = true
+            rider.bufferStart = 0
+            rider.bufferEnd = size
+            riders += 1
+        }
+        guard riders > 0 else { return false }
+        self.riderCount = riders
+        let request: RingRequest
+        if self.entry.type == .socket {
+            message.pointee.msg_iov = vectors.baseAddress
+            message.pointee.msg_iovlen = count
+            request = .sendmsg(fd: self.entry.fd, message: message)
+        } else {
+            request = .writev(fd: self.entry.fd, vectors: UnsafeBufferPointer(rebasing: vectors[..<count]), offset: -1)
+        }
+        self.syscallInFlight = true
+        self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
+        return true
+    }
+
+    /// A gathered syscall returned: the bytes written go to this write first, then to the
+    /// riders in lane order. The calls follow that order too: this write's final call, then
+    /// each rider's (complete: `(true, nil, nil)`; partly written: progress as R38 says;
+    /// stopped meanwhile: its error with what is left), and only then does this write finish
+    /// and the lane move on — to a rider partly written, which goes on from where it is.
+    private func gatheredCompleted(result: Int32) {
+        let riders = self.riderCount
+        self.riderCount = 0
+        let cancelledForRider = self.cancelledForRider
+        self.cancelledForRider = false
+        var rest = result > 0 ? Int(result) : 0
+        let own = min(rest, self.data.count - self.written)
+        self.written += own
+        rest -= own
+        let complete = self.written == self.data.count
+        if complete {
+            self.data = ByteRope()
+            self.deliver(done: true, data: nil, error: nil)
+        }
+        var index = 0
+        for _ in 0..<riders {
+            let rider = self.entry.waitingWrite(at: index)
+            let share = min(rest, rider.data.count)
+            rest -= share
+            if rider.rode(writing: share) { index += 1 }
+        }
+        if complete {
+            self.finish()
+        } else if let error = self.terminating {
+            self.end(error)
+        } else if result > 0 {
+            if self.written - self.bufferStart >= self.lowWater {
+                self.deliver(done: false, data: self.data.subrange(self.written...), error: nil)
+            }
+            self.issue()
+        } else if result == -ECANCELED && cancelledForRider {
+            self.issue()  // cancelled for a rider that stopped: the others go again
+        } else {
+            self.syscallFailed(result)
+        }
+    }
+
+    /// This waiting write rode the head's syscall, which wrote `share` of its bytes. Returns
+    /// whether it still waits in the lane (written in part or not at all, and not stopped).
+    private func rode(writing share: Int) -> Bool {
+        self.riding = false
+        self.written = share
+        if share == self.data.count {
+            self.data = ByteRope()
+            self.deliver(done: true, data: nil, error: nil)
+            self.finish()
+            return false
+        }
+        if let error = self.terminating {
+            self.end(error)
+            return false
+        }
+        if share > 0 && share - self.bufferStart >= self.lowWater {
+            self.deliver(done: false, data: self.data.subrange(share...), error: nil)
+        }
+        return true
+    }
+
+    /// A rider stopped while riding: cancel the syscall (once); `gatheredCompleted` ends the
+    /// rider and sends the others again.
+    private func cancelForRider() {
+        guard self.syscallInFlight, self.riderCount > 0, self.terminating == nil, !self.cancelledForRider else {
+            return
+        }
+        self.cancelledForRider = true
+        self.submit(.cancel(userData: self.inFlightUserData), tag: Tag.ignore)
+    }
+
     /// R49: the leading part of the rest, at most a chunk and at most the high water mark —
     /// but at least the first region (clipped to high water).
     private func nextBufferLength() -> Int {
@@ -267,6 +404,10 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             return
         }
         self.syscallInFlight = false
+        if self.riderCount > 0 {
+            self.gatheredCompleted(result: result)
+            return
+        }
         if result > 0 { self.written += Int(result) }
         if self.written == self.data.count {
             self.data = ByteRope()  // `written` stays: a stream write to a file sets the position from it
@@ -285,6 +426,11 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             self.issue()
             return
         }
+        self.syscallFailed(result)
+    }
+
+    /// The write syscall returned `result` (≤ 0) with bytes still to write.
+    private func syscallFailed(_ result: Int32) {
         switch -result {
         case EAGAIN:
             self.pollInFlight = true
@@ -312,6 +458,14 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     override func terminate(_ error: Errno) {
         self.entry.core.assertOnRingThread()
         guard !self.isFinished else { return }
+        if self.riding {
+            // Its bytes may be in the head's syscall: it ends when that returns.
+            if self.terminating == nil {
+                self.terminating = error
+                self.entry.writeLaneHead?.cancelForRider()
+            }
+            return
+        }
         if self.syscallInFlight || self.pollInFlight {
             // Cancel it and end when it returns: it may have written part of the data.
             if self.terminating == nil {
