@@ -142,9 +142,10 @@ package enum _RingIOTesting {
         }
     }
 
-    /// How many finished write operations the ring keeps for reuse now.
-    package static func pooledWriteOperations(of ring: RingLoop) -> Int {
-        self.onRing(ring) { ring.core.channelSupport.writePool.count }
+    /// How many finished write operations `channel` keeps for reuse now.
+    package static func pooledWriteOperations(of channel: IOChannel) -> Int {
+        guard let ring = channel.state.entry?.ring else { return 0 }
+        return self.onRing(ring) { channel.state.writePool.count }
     }
 
     /// Runs `work` on `queue` through the ring's delivery path, from the ring thread: grouped

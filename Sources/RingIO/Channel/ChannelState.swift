@@ -45,6 +45,8 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Operations scheduled and not yet finished.
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
     @exclusivity(unchecked) var operations: [_Operation] = []
+    /// Finished writes for reuse; emptied when the channel is done (they hold it).
+    @exclusivity(unchecked) var writePool = _WriteOperationPool()
 
     init(
         kind: IOChannel.Kind,
@@ -266,6 +268,7 @@ internal final class _ChannelState: @unchecked Sendable {
     private func finishIfDone() {
         guard self.closed, self.operations.isEmpty, !self.done, let entry = self.entry else { return }
         self.done = true
+        self.writePool.removeAll()
         entry.channelDone(self)
     }
 }

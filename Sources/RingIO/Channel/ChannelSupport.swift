@@ -38,57 +38,61 @@ internal struct _ChannelRingSupport {
     var openPaths = 0
     /// Path entries waiting for the open-path budget, in order.
     var openQueue: [_DescriptorEntry] = []
-    /// Write operations done with, for the next writes scheduled on the ring thread.
-    var writePool = _WriteOperationPool()
 }
 
-/// Write operations of one ring that finished their life, for reuse: a write scheduled on
-/// the ring thread (a handler on the ring, a task on its executor) allocates nothing.
+/// A channel's write operations that finished their life, for reuse: a write scheduled on
+/// the ring thread (a handler on the ring, a task on its executor) allocates nothing. Per
+/// channel, so an operation's channel and entry never change (they stay `let`s, read with
+/// no reference counting); a channel pools at most `capacity`, and lets go of them when it
+/// is done (the pooled operations hold it: `_ChannelState.finishIfDone` breaks the cycle).
 ///
 /// Invariant: an operation enters the pool on the ring thread once it is retired (no syscall
-/// in flight, out of every lane and list) and its final call has run there, with its
-/// references dropped (`_Operation.dropReferences`). Others may still hold it for a while
-/// — the job that ran its final call until the turn ends, the task that awaited it until
-/// its `write` returns, a cancellation handler — so `take` hands out only an operation the
-/// pool holds alone (`isKnownUniquelyReferenced`, then an acquiring fence, which orders
-/// the last holder's release before the reuse, as the provided buffers do).
-/// Ring thread only (it lives in the ring's `_ChannelRingSupport`).
+/// in flight, out of every lane and list) and its final call has run there, with its data
+/// and handler let go of. Others may still hold it for a while — the job that ran its final
+/// call, the task that awaited it until its `write` returns, a cancellation handler — so
+/// `take` hands out only an operation the pool holds alone (`isKnownUniquelyReferenced`,
+/// then an acquiring fence, which orders the last holder's release before the reuse, as the
+/// provided buffers do). Ring thread only (it lives in the channel's ring-only state).
 internal struct _WriteOperationPool {
-    /// Operations kept at most; more are freed. Enough for a ring with thousands of
-    /// connections writing one message at a time to recycle most of them.
-    static let capacity = 256
-    /// How many of the most recently pooled operations `take` looks at.
-    private static let probes = 4
+    /// Operations kept at most: a connection writes one message at a time, or a few that
+    /// leave together (gathered), and each pooled one costs memory while the channel idles.
+    static let capacity = 2
 
-    private var operations: [_WriteOperation] = []
+    // Two slots rather than an array: no allocation of its own, and no loop.
+    private var first: _WriteOperation?
+    private var second: _WriteOperation?
 
     /// How many operations wait for reuse.
-    var count: Int { self.operations.count }
+    var count: Int { (self.first == nil ? 0 : 1) + (self.second == nil ? 0 : 1) }
 
     /// An operation no one else refers to, or `nil` (the caller allocates one).
     mutating func take() -> _WriteOperation? {
-        var index = self.operations.count - 1
-        let lowest = max(0, self.operations.count - Self.probes)
-        while index >= lowest {
-            if isKnownUniquelyReferenced(&self.operations[index]) {
-                atomicMemoryFence(ordering: .acquiring)
-                self.operations.swapAt(index, self.operations.count - 1)
-                return self.operations.removeLast()
-            }
-            index -= 1
+        if self.first != nil && isKnownUniquelyReferenced(&self.first!) {
+            atomicMemoryFence(ordering: .acquiring)
+            defer { self.first = nil }
+            return self.first
+        }
+        if self.second != nil && isKnownUniquelyReferenced(&self.second!) {
+            atomicMemoryFence(ordering: .acquiring)
+            defer { self.second = nil }
+            return self.second
         }
         return nil
     }
 
     /// Keeps `operation` for reuse (see the invariant above), unless the pool is full.
     mutating func give(_ operation: _WriteOperation) {
-        guard self.operations.count < Self.capacity else { return }
-        self.operations.append(operation)
+        if self.first == nil {
+            self.first = operation
+        } else if self.second == nil {
+            self.second = operation
+        }
     }
 
-    /// Lets go of every pooled operation (the ring is exiting).
+    /// Lets go of every pooled operation.
     mutating func removeAll() {
-        self.operations.removeAll()
+        self.first = nil
+        self.second = nil
     }
 }
 

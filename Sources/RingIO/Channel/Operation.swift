@@ -27,16 +27,18 @@ internal class _Operation: RingOperationTarget {
         static let ignore: UInt64 = 1 << 63
     }
 
-    // MARK: Set for each life (see "Reuse"), before the operation reaches the ring
-    // Implicitly unwrapped: `nil` only while the operation waits in its ring's pool, where it
-    // must not keep a channel, a descriptor entry or a ring alive.
-    private(set) var channel: _ChannelState!
-    private(set) var entry: _DescriptorEntry!
-    private(set) var queue: (any IOQueue)!
-    private(set) var handler: @Sendable (Bool, ByteRope?, Errno?) -> Void
-    private(set) var offset: Int64
+    // MARK: Immutable after init
+    let channel: _ChannelState
+    let entry: _DescriptorEntry
     /// The lane it waits in (`_Operation.readLane`…), or `nil` for random access (no lane).
-    private(set) var lane: Int?
+    let lane: Int?
+
+    // MARK: Set for each life (see "Reuse"), before the operation reaches the ring
+    // @exclusivity(unchecked): written only where no one else refers to the operation
+    // (`init`, `reuse`, `dropReferences`), so no access overlaps a write.
+    @exclusivity(unchecked) private(set) var queue: any IOQueue
+    @exclusivity(unchecked) private(set) var handler: @Sendable (Bool, ByteRope?, Errno?) -> Void
+    @exclusivity(unchecked) private(set) var offset: Int64
 
     // MARK: Ring thread only
     var lowWater = 1
@@ -96,24 +98,18 @@ internal class _Operation: RingOperationTarget {
 
     // MARK: Reuse
 
-    /// Starts a new life of an operation taken from its ring's pool: the fields of
-    /// `init`, and every per-life state back to its initial value. Ring thread; the pool
+    /// Starts a new life of an operation taken from its channel's pool: the per-life fields
+    /// of `init`, and every other state back to its initial value. Ring thread; the pool
     /// hands out only operations no one else refers to (see ``_WriteOperationPool``).
     func reuse(
-        channel: _ChannelState,
-        entry: _DescriptorEntry,
         queue: any IOQueue,
         offset: Int64,
-        lane: Int?,
         handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
     ) {
-        entry.core.assertOnRingThread()
+        self.entry.core.assertOnRingThread()
         assert(self.retired && self.finalCallRan && self.inFlight == 0 && self.timer == nil)
-        self.channel = channel
-        self.entry = entry
         self.queue = queue
         self.offset = offset
-        self.lane = lane
         self.handler = handler
         self.lowWater = 1
         self.highWater = Int.max
@@ -139,12 +135,9 @@ internal class _Operation: RingOperationTarget {
         self.recycle()
     }
 
-    /// Lets go of the channel, the entry, the queue and the handler: an operation waiting in
-    /// its ring's pool keeps none of them alive. Ring thread, from `recycle`.
-    final func dropReferences() {
-        self.channel = nil
-        self.entry = nil
-        self.queue = nil
+    /// Lets go of the handler: an operation waiting in its channel's pool keeps nothing of
+    /// the caller's alive. Ring thread, from `recycle`.
+    final func dropHandler() {
         self.handler = Self.noHandler
     }
 
@@ -267,10 +260,7 @@ internal class _Operation: RingOperationTarget {
             return true
         }
         // The delivered job holds the operation strongly until it has run.
-        if mustSchedule {
-            let queue: any IOQueue = self.queue
-            self.entry.core.deliver(self, on: queue)
-        }
+        if mustSchedule { self.entry.core.deliver(self, on: self.queue) }
     }
 
     /// A handler call of an async operation, on the ring thread: the awaiting task gets it at
@@ -424,10 +414,12 @@ internal class _Operation: RingOperationTarget {
 }
 
 // @unchecked: each stored property has one owner, marked by the MARK above it —
-// - "Set for each life": written by `init`, or by `reuse` on the ring thread when the ring's
-//   pool hands the operation out (it then has no other holder: `_WriteOperationPool`), and
-//   by `dropReferences` on the ring thread when it goes back (its final call has run there
-//   and it is retired: no other thread touches it any more); read anywhere in between.
+// - "Immutable after init": read anywhere.
+// - "Set for each life": written by `init`, or by `reuse` on the ring thread when the
+//   channel's pool hands the operation out (it then has no other holder:
+//   `_WriteOperationPool`), and by `dropHandler` on the ring thread when it goes back (its
+//   final call has run there and it is retired: no other thread touches it any more); read
+//   anywhere in between.
 // - "Ring thread only": touched only on the entry's ring thread (the methods that touch them
 //   check so in debug builds); other threads only carry the reference there.
 // - `awaiting`, `collected`: set by the scheduling thread before the operation is handed to the

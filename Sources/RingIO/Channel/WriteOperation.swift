@@ -72,7 +72,8 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         self.vectorStorage?.deallocate()
     }
 
-    /// A write for `data`: one from the ring's pool when called on its thread, else a new one.
+    /// A write for `data`: one from the channel's pool when called on its ring's thread, else
+    /// a new one.
     static func make(
         channel: _ChannelState,
         entry: _DescriptorEntry,
@@ -81,15 +82,8 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         data: ByteRope,
         handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
     ) -> _WriteOperation {
-        if entry.core.isRingThread, let operation = entry.core.channelSupport.writePool.take() {
-            operation.reuse(
-                channel: channel,
-                entry: entry,
-                queue: queue,
-                offset: offset,
-                lane: _Operation.lane(kind: channel.kind, entry: entry, isRead: false),
-                handler: handler
-            )
+        if entry.core.isRingThread, let operation = channel.writePool.take() {
+            operation.reuse(queue: queue, offset: offset, handler: handler)
             operation.data = data
             operation.written = 0
             operation.bufferStart = 0
@@ -116,10 +110,10 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     }
 
     override func recycle() {
-        let core = self.entry.core
         self.data = ByteRope()
-        self.dropReferences()
-        core.channelSupport.writePool.give(self)
+        self.dropHandler()
+        // A channel that is done takes no more writes, and has let go of its pool for good.
+        if !self.channel.done { self.channel.writePool.give(self) }
     }
 
     private static let vectorsOffset =

@@ -79,7 +79,8 @@ internal final class _RingCore: @unchecked Sendable {
     private let receiveBufferCount: Int
     private let receiveBufferSize: Int
     /// State the channels keep per ring (open-path budget, chunk pool).
-    internal var channelSupport = _ChannelRingSupport()
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see above).
+    @exclusivity(unchecked) internal var channelSupport = _ChannelRingSupport()
     private var cancelAllIssued = false
     /// Operations were submitted after the last cancel-all (while stopping, they need another).
     private var submittedSinceCancelAll = false
@@ -519,8 +520,6 @@ internal final class _RingCore: @unchecked Sendable {
             self.flushDispatchBatches()
         }
         self.flushDispatchBatches()
-        // Pooled operations hold nothing of a channel, but they are the ring's to free.
-        self.channelSupport.writePool.removeAll()
         self._providedBuffers?.close(uring: self.uring)
         self._providedBuffers = nil
         self.uring.close()
@@ -547,8 +546,8 @@ internal final class _RingCore: @unchecked Sendable {
         // job ran is then free for reuse by the jobs after it (`_WriteOperationPool`).
         var index = 0
         while index < self.runningJobs.count {
-            let job = self.runningJobs[index]
-            self.runningJobs[index] = .ran
+            var job = _RingJob.ran
+            swap(&job, &self.runningJobs[index])
             self.run(job)
             index += 1
         }
