@@ -73,6 +73,9 @@ internal class _Operation: RingOperationTarget {
     private let cancelRequested = Atomic<Bool>(false)
 
     // MARK: Handler calls (any thread, see `deliver`)
+    /// Its queue is its own ring (decided once per life): it goes on the ring's jobs directly,
+    /// with no cast per delivery.
+    @exclusivity(unchecked) private var deliversOnRing = false
     private let calls = _Lock(_HandlerCalls())
     /// The calls being run; touched only by the one running drain (`runDelivered`), on the
     /// handler queue. The `running` flag, set and cleared under `calls`' lock, admits one
@@ -94,6 +97,12 @@ internal class _Operation: RingOperationTarget {
         self.offset = offset
         self.lane = lane
         self.handler = handler
+        self.deliversOnRing = Self.isRing(of: entry, queue)
+    }
+
+    /// Whether `queue` is the ring `entry` lives on.
+    private static func isRing(of entry: _DescriptorEntry, _ queue: any IOQueue) -> Bool {
+        (queue as? RingLoop)?.core === entry.core
     }
 
     // MARK: Reuse
@@ -111,6 +120,7 @@ internal class _Operation: RingOperationTarget {
         self.queue = queue
         self.offset = offset
         self.handler = handler
+        self.deliversOnRing = Self.isRing(of: self.entry, queue)
         self.lowWater = 1
         self.highWater = Int.max
         self.intervalNanoseconds = 0
@@ -260,7 +270,13 @@ internal class _Operation: RingOperationTarget {
             return true
         }
         // The delivered job holds the operation strongly until it has run.
-        if mustSchedule { self.entry.core.deliver(self, on: self.queue) }
+        if mustSchedule {
+            if self.deliversOnRing {
+                self.entry.core.deliverOnRing(self)
+            } else {
+                self.entry.core.deliver(self, on: self.queue)
+            }
+        }
     }
 
     /// A handler call of an async operation, on the ring thread: the awaiting task gets it at
@@ -344,9 +360,9 @@ internal class _Operation: RingOperationTarget {
             for call in self.draining { ranFinal = self.run(call) || ranFinal }
             self.draining.removeAll(keepingCapacity: true)
         }
-        // On the ring thread (the operation's queue is its ring), the end of its life on
-        // the ring side: it may go back to the ring's pool. Elsewhere nothing is touched.
-        if ranFinal && self.entry.core.isRingThread {
+        // On the ring thread (its queue is its ring), the end of its life on the ring side:
+        // it may go back to its channel's pool. Elsewhere nothing is touched.
+        if ranFinal && self.deliversOnRing {
             self.finalCallRan = true
             self.recycleIfDone()
         }
@@ -356,8 +372,8 @@ internal class _Operation: RingOperationTarget {
     @inline(__always)
     private func run(_ call: _HandlerCall) -> Bool {
         self.handler(call.done, call.data, call.error)
-        if self.countsHeldBytes, let data = call.data, !data.isEmpty {
-            self.release(data.count)
+        if self.countsHeldBytes, !call.rope.isEmpty {
+            self.release(call.rope.count)
         }
         return call.done
     }
@@ -443,11 +459,25 @@ internal enum _Awaiting {
     case stream(_AsyncReadStream)
 }
 
-/// The arguments of one handler call.
+/// The arguments of one handler call. The data is stored as a rope and a flag rather than
+/// as `ByteRope?`: an optional rope is copied and tested through value witnesses, a rope
+/// through inline code, and these are copied on every delivery.
 internal struct _HandlerCall: Sendable {
     let done: Bool
-    var data: ByteRope?
+    /// Whether the call has data (`nil` otherwise, even when empty).
+    let hasData: Bool
+    var rope: ByteRope
     let error: Errno?
+
+    init(done: Bool, data: ByteRope?, error: Errno?) {
+        self.done = done
+        self.hasData = data != nil
+        self.rope = data ?? ByteRope()
+        self.error = error
+    }
+
+    /// The data as the handler gets it.
+    var data: ByteRope? { self.hasData ? self.rope : nil }
 }
 
 /// The handler calls of one operation waiting for its drain, oldest first. The first waits in
@@ -461,7 +491,8 @@ internal struct _HandlerCalls {
     /// Appends `call`. A data call (not final, no error, some bytes) joins the last waiting
     /// data call when their bytes together are at most `mergeLimit` (0: never).
     mutating func append(_ call: _HandlerCall, mergingUpTo mergeLimit: Int) {
-        if mergeLimit > 0, let data = call.data, Self.isDataCall(call) {
+        if mergeLimit > 0, Self.isDataCall(call) {
+            let data = call.rope
             if !self.rest.isEmpty {
                 if Self.merge(data, into: &self.rest[self.rest.count - 1], limit: mergeLimit) { return }
             } else if self.first != nil {
@@ -488,12 +519,12 @@ internal struct _HandlerCalls {
     }
 
     private static func isDataCall(_ call: _HandlerCall) -> Bool {
-        !call.done && call.error == nil && !(call.data?.isEmpty ?? true)
+        !call.done && call.error == nil && !call.rope.isEmpty
     }
 
     private static func merge(_ data: ByteRope, into waiting: inout _HandlerCall, limit: Int) -> Bool {
-        guard Self.isDataCall(waiting), waiting.data!.count + data.count <= limit else { return false }
-        waiting.data!.append(data)
+        guard Self.isDataCall(waiting), waiting.rope.count + data.count <= limit else { return false }
+        waiting.rope.append(data)
         return true
     }
 }

@@ -443,6 +443,12 @@ internal final class _RingCore: @unchecked Sendable {
         self.deliver(.runnable(runnable), on: queue)
     }
 
+    /// As ``deliver(_:on:)`` with this ring as the queue, known by the caller: no cast.
+    internal func deliverOnRing(_ runnable: some _RingRunnable) {
+        self.assertOnRingThread()
+        self.localJobs.append(.runnable(runnable))
+    }
+
     private func deliver(_ job: _RingJob, on queue: some IOQueue) {
         self.assertOnRingThread()
         if let ring = queue as? RingLoop, ring.core === self {
