@@ -23,7 +23,6 @@ internal class _Operation: RingOperationTarget {
 
     enum Tag {
         static let io: UInt64 = 0
-        static let timer: UInt64 = 1 << 62
         static let ignore: UInt64 = 1 << 63
     }
 
@@ -48,8 +47,8 @@ internal class _Operation: RingOperationTarget {
     var isFinished = false
     private var retired = false
     private var inFlight = 0
-    private var timer: UInt64?
-    private var timerSpec: _KernelTimespec?
+    /// The armed tick, in the ring's timers (no syscall to arm or cancel).
+    private var timer: _RingTimerToken?
     /// The armed tick's deadline, in monotonic nanoseconds.
     private var timerDeadline: Int64 = 0
 
@@ -143,13 +142,7 @@ internal class _Operation: RingOperationTarget {
     final func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
         self.entry.core.assertOnRingThread()
         if !flags.hasMore { self.inFlight -= 1 }
-        if context == Tag.timer {
-            self.timer = nil
-            if result == -ETIME && !self.isFinished {
-                self.tick()
-                if !self.isFinished { self.armIntervalTimer(after: self.timerDeadline) }
-            }
-        } else if context != Tag.ignore {
+        if context != Tag.ignore {
             self.completed(result: result, flags: flags, context: context)
         }
         self.retireIfIdle()
@@ -163,17 +156,23 @@ internal class _Operation: RingOperationTarget {
     }
 
     /// Arms the next tick, one interval after `previous` (monotonic nanoseconds) — or after now,
-    /// when the ring fell behind. A one-shot timeout per tick, not a multishot one: an async
-    /// cancel can miss a multishot timeout between its fire and its re-arm, and it would then
-    /// run forever (and the operation would never retire).
+    /// when the ring fell behind. A timer of the ring's (``_RingCore/armTimer(at:target:context:)``):
+    /// arming and cancelling it costs no syscall, and it never keeps the operation from retiring.
     private func armIntervalTimer(after previous: Int64) {
         var deadline = previous &+ self.intervalNanoseconds
         let now = _Clock.nanoseconds(realtime: false)
         if deadline <= now { deadline = now &+ self.intervalNanoseconds }
         self.timerDeadline = deadline
-        let spec = _KernelTimespec(nanoseconds: deadline)
-        self.timerSpec = spec
-        self.timer = self.submit(.timeoutAt(spec: spec, realtime: false), tag: Tag.timer)
+        self.timer = self.entry.core.armTimer(at: deadline, target: self)
+    }
+
+    /// An interval tick is due (the ring's timers, on the ring thread): ticks, and arms the next.
+    final func ringTimerFired(context: UInt64) {
+        self.entry.core.assertOnRingThread()
+        self.timer = nil
+        guard !self.isFinished else { return }
+        self.tick()
+        if !self.isFinished { self.armIntervalTimer(after: self.timerDeadline) }
     }
 
     // MARK: Handler calls
@@ -333,7 +332,8 @@ internal class _Operation: RingOperationTarget {
         guard !self.isFinished else { return }
         self.isFinished = true
         if let timer = self.timer {
-            self.submit(.cancel(userData: timer), tag: Tag.ignore)
+            self.entry.core.cancelTimer(timer)
+            self.timer = nil
         }
         self.entry.operationFinished(self)
         self.channel.operationFinished(self)
@@ -343,7 +343,6 @@ internal class _Operation: RingOperationTarget {
     private func retireIfIdle() {
         guard self.isFinished, !self.retired, self.inFlight == 0 else { return }
         self.retired = true
-        self.timerSpec = nil
         self.entry.operationRetired()
     }
 }
@@ -361,6 +360,8 @@ internal class _Operation: RingOperationTarget {
 extension _Operation: @unchecked Sendable {}
 
 extension _Operation: _RingRunnable {}
+
+extension _Operation: _RingTimerTarget {}
 
 /// Where an async operation's handler calls go (see `_Operation.awaiting`).
 internal enum _Awaiting {
