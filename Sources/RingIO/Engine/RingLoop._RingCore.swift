@@ -428,6 +428,12 @@ internal final class _RingCore: @unchecked Sendable {
         self.timers.cancel(token)
     }
 
+    /// How many timers are armed.
+    internal var armedTimerCount: Int {
+        self.assertOnRingThread()
+        return self.timers.count
+    }
+
     /// Before a flush: arms a kernel timeout (absolute, CLOCK_MONOTONIC) for the earliest
     /// deadline, unless one in flight fires by then or the ring is stopping. The timeouts that
     /// fire later than needed (their deadline was cancelled, or an earlier one came) stay: their

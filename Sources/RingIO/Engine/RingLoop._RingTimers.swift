@@ -12,7 +12,7 @@ internal protocol _RingTimerTarget: AnyObject {
 
 /// Names one armed timer, for cancelling it. A token whose timer fired or was cancelled is
 /// stale: its node's generation has moved on, and cancelling with it does nothing.
-internal struct _RingTimerToken: Equatable {
+internal struct _RingTimerToken: Equatable, Sendable {
     fileprivate let index: UInt32
     fileprivate let generation: UInt32
 }
