@@ -155,6 +155,44 @@ package enum _RingIOTesting {
         ring.core.deliver(on: queue, work)
     }
 
+    // MARK: The ring's timers
+
+    /// A timer armed through ``armTimer(on:at:fired:)``.
+    package struct Timer: Sendable {
+        fileprivate let token: _RingTimerToken
+    }
+
+    /// CLOCK_MONOTONIC now, in nanoseconds: the clock of the ring's timers.
+    package static func monotonicNanoseconds() -> Int64 {
+        _Clock.nanoseconds(realtime: false)
+    }
+
+    /// Arms a timer of the ring's queue for `deadline` (monotonic nanoseconds); `fired` runs on
+    /// the ring thread when it fires. Call on the ring thread.
+    package static func armTimer(
+        on ring: RingLoop,
+        at deadline: Int64,
+        fired: @escaping @Sendable () -> Void
+    ) -> Timer {
+        Timer(token: ring.core.armTimer(at: deadline, target: _ClosureTimerTarget(fired)))
+    }
+
+    /// Arms a timer for `deadline` whose target is `target` (held until it fires, is
+    /// cancelled, or the ring exits). Call on the ring thread.
+    package static func armTimer(on ring: RingLoop, at deadline: Int64, holding target: AnyObject & Sendable) -> Timer {
+        Timer(token: ring.core.armTimer(at: deadline, target: _ClosureTimerTarget { withExtendedLifetime(target) {} }))
+    }
+
+    /// Cancels a timer (a stale one: nothing). Call on the ring thread.
+    package static func cancelTimer(_ timer: Timer, on ring: RingLoop) {
+        ring.core.cancelTimer(timer.token)
+    }
+
+    /// How many timers of the ring are armed (channel intervals, source timers, tests').
+    package static func armedTimerCount(of ring: RingLoop) -> Int {
+        self.onRing(ring) { ring.core.armedTimerCount }
+    }
+
     // MARK: The POSIX layer
 
     /// `_POSIX.close`: never retried; a descriptor that is not open traps.
@@ -204,5 +242,18 @@ package enum _RingIOTesting {
             flags: CompletionFlags(0),
             context: 0xff
         )
+    }
+}
+
+/// A timer target that runs a closure: for the tests.
+private final class _ClosureTimerTarget: _RingTimerTarget {
+    private let body: @Sendable () -> Void
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
+    }
+
+    func ringTimerFired(context: UInt64) {
+        self.body()
     }
 }

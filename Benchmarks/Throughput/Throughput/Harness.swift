@@ -14,6 +14,8 @@ struct HarnessOptions {
     var serverCPU: Int
     var clientCPU: Int
     var groups: Set<WorkloadGroup>
+    /// The workloads to run, by key (`--workloads`); `nil`: every workload of the groups.
+    var workloads: Set<String>? = nil
     var scratch: String
     var nginx: String?
     var wrk: String?
@@ -38,13 +40,19 @@ final class Harness {
         self.options = options
         let repeats = options.timing.repeats
         var total = 0
-        if options.groups.contains(.echo) { total += Plan.echoWorkloads.count * Plan.echoServers.count * repeats }
-        if options.groups.contains(.http) {
-            total +=
-                Plan.httpWorkloads(wrk: options.wrk != nil).count
-                * Plan.httpServers(nginx: options.nginx).count * repeats
+        if options.groups.contains(.echo) {
+            for workload in Self.selected(Plan.echoWorkloads, options) {
+                total += workload.servers(of: Plan.echoServers).count * repeats
+            }
         }
-        if options.groups.contains(.file) { total += Plan.fileReaders(fio: options.fio).count * repeats }
+        if options.groups.contains(.http) {
+            for workload in Self.selected(Plan.httpWorkloads(wrk: options.wrk != nil), options) {
+                total += workload.servers(of: Plan.httpServers(nginx: options.nginx)).count * repeats
+            }
+        }
+        if options.groups.contains(.file), options.workloads?.contains(Plan.fileWorkload.key) ?? true {
+            total += Plan.fileReaders(fio: options.fio).count * repeats
+        }
         self.total = total
     }
 
@@ -55,8 +63,16 @@ final class Harness {
 
     func run() throws {
         if self.options.groups.contains(.echo) {
-            try self.runServerGroup(.echo, servers: Plan.echoServers, workloads: Plan.echoWorkloads)
-            self.measureIdleConnections(Plan.echoServers)
+            try self.runServerGroup(
+                .echo,
+                servers: Plan.echoServers,
+                workloads: Self.selected(Plan.echoWorkloads, self.options)
+            )
+            if self.options.workloads == nil {
+                self.measureIdleConnections(Plan.echoServers.filter { !$0.dedicated })
+            } else {
+                self.notes.append("--workloads: idle connections not measured.")
+            }
         }
         if self.options.groups.contains(.http) {
             if self.options.nginx == nil { self.notes.append("nginx is not installed: the HTTP rows have no nginx.") }
@@ -64,24 +80,32 @@ final class Harness {
             try self.runServerGroup(
                 .http,
                 servers: Plan.httpServers(nginx: self.options.nginx),
-                workloads: Plan.httpWorkloads(wrk: self.options.wrk != nil)
+                workloads: Self.selected(Plan.httpWorkloads(wrk: self.options.wrk != nil), self.options)
             )
         }
-        if self.options.groups.contains(.file) {
+        if self.options.groups.contains(.file), self.options.workloads?.contains(Plan.fileWorkload.key) ?? true {
             if self.options.fio == nil { self.notes.append("fio is not installed: the file read has no fio row.") }
             self.runFileReads()
         }
     }
 
+    /// The workloads of `workloads` that `--workloads` selects.
+    private static func selected(_ workloads: [Workload], _ options: HarnessOptions) -> [Workload] {
+        guard let keys = options.workloads else { return workloads }
+        return workloads.filter { keys.contains($0.key) }
+    }
+
     // MARK: Servers
 
-    /// Starts every server once, then for each workload runs A B C A B C …, then records each
-    /// server's peak memory and stops them.
-    private func runServerGroup(_ group: WorkloadGroup, servers specs: [ServerSpec], workloads: [Workload]) throws {
+    /// Starts every server that runs one of `workloads` once, then for each workload runs
+    /// its servers A B C A B C …, then records each server's peak memory and stops them.
+    private func runServerGroup(_ group: WorkloadGroup, servers allSpecs: [ServerSpec], workloads: [Workload]) throws {
+        guard !workloads.isEmpty else { return }
         var running: [String: RunningServer] = [:]
         defer { for server in running.values { server.stop() } }
         var memory: [MemoryResult] = []
-        for spec in specs {
+        let used = Set(workloads.flatMap { $0.servers(of: allSpecs).map(\.key) })
+        for spec in allSpecs where used.contains(spec.key) {
             do {
                 running[spec.key] = try RunningServer(
                     spec,
@@ -95,6 +119,7 @@ final class Harness {
             }
         }
         for workload in workloads {
+            let specs = workload.servers(of: allSpecs)
             var result = WorkloadResult(
                 key: workload.key,
                 title: workload.title,
@@ -121,7 +146,7 @@ final class Harness {
             }
             self.workloads.append(result)
         }
-        for spec in specs {
+        for spec in allSpecs {
             guard let server = running[spec.key] else { continue }
             memory.append(
                 MemoryResult(key: spec.key, name: spec.name, group: group, peakResidentBytes: server.peakResidentBytes)

@@ -8,6 +8,9 @@ struct ServerSpec: Sendable {
     var key: String
     /// What the report calls it.
     var name: String
+    /// Runs only in the workloads that name it (``Workload/servers``), not in every workload of
+    /// its group: a variant of another server, compared with it on one workload.
+    var dedicated = false
     /// How it is started: the argument vector for a port (run under `taskset`).
     var arguments: @Sendable (_ binaries: Binaries, _ port: Int, _ scratch: String) -> [String]
     /// Set up before the first start (nginx's configuration), if anything.
@@ -51,6 +54,15 @@ struct Workload: Sendable {
     var primary: PrimaryFigure
     /// What one operation is, for the report's units ("round trip", "request").
     var operation: String
+    /// The keys of the servers that run it, in order; `nil`: every server of its group that is
+    /// not dedicated to other workloads.
+    var servers: [String]? = nil
+
+    /// The servers of `specs` (its group's) that run this workload.
+    func servers(of specs: [ServerSpec]) -> [ServerSpec] {
+        guard let keys = self.servers else { return specs.filter { !$0.dedicated } }
+        return keys.compactMap { key in specs.first { $0.key == key } }
+    }
 }
 
 /// The durations and sizes of a run: `--quick`, the default (full), or `--smoke` (CI).
@@ -102,6 +114,19 @@ enum Plan {
         ServerSpec(key: "ringio-async", name: "RingIO async") { binaries, port, _ in
             [binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--api", "async"]
         },
+        // The same server with the delivery interval of the classic GCD server (10 ms, strict) on
+        // every connection: what an interval costs per read and write.
+        ServerSpec(
+            key: "ringio-interval",
+            name: "RingIO, 10 ms strict interval",
+            dedicated: true,
+            arguments: { binaries, port, _ in
+                [
+                    binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers",
+                    "--queue", "ring", "--interval", "10", "--strict",
+                ]
+            }
+        ),
         ServerSpec(key: "uring", name: "C liburing") { binaries, port, _ in
             [binaries.path("uring-echo-server"), "--port", "\(port)"]
         },
@@ -174,6 +199,15 @@ enum Plan {
             kind: .loadgen(mode: "pingpong", connections: 64, size: 64, depth: 1),
             primary: .operations,
             operation: "round trip"
+        ),
+        Workload(
+            key: "echo-64B-interval",
+            title: "Echo 64 B ping-pong, 64 connections: a 10 ms strict interval beside none",
+            group: .echo,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 64, depth: 1),
+            primary: .operations,
+            operation: "round trip",
+            servers: ["ringio", "ringio-interval"]
         ),
         Workload(
             key: "echo-4KiB",

@@ -97,6 +97,12 @@ extension RunReport {
             { "Dispatch uses \(Format.ratio($0)) RingIO's CPU" },
             { $0 >= 10 }
         )
+        add(
+            "Echo 64 B with a 10 ms strict interval: \(perRoundTrip) ≤ 1.1× the same echo's without one",
+            self.ratio("echo-64B-interval", "ringio-interval", cpu: true),
+            { "the interval costs \(Format.ratio($0)) the CPU" },
+            { $0 <= 1.1 }
+        )
         for (workload, label) in [("echo-64KiB", "Echo 64 KiB ping-pong"), ("echo-stream", "Echo streaming")] {
             add(
                 "\(label): RingIO's server CPU per operation ≤ 1.1× the C liburing server's",

@@ -50,6 +50,15 @@ struct Throughput: ParsableCommand {
     @Option(help: "Which groups to run, comma-separated: echo, http, file.")
     var only: String = "echo,http,file"
 
+    @Option(
+        help: """
+            Which workloads of those groups to run, comma-separated keys (echo-64B, echo-64B-interval, \
+            echo-4KiB, echo-64KiB, echo-64B-pipelined, echo-stream, http-hello, http-pipelined, \
+            http-hello-wrk, file-read); default: all. Idle connections are then not measured.
+            """
+    )
+    var workloads: String?
+
     @Option(help: "The CPU the servers (and file readers) are pinned to.")
     var serverCPU = 0
 
@@ -70,6 +79,12 @@ struct Throughput: ParsableCommand {
         let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         for cpu in [self.serverCPU, self.clientCPU] where cpu < 0 || cpu >= cpus {
             throw ValidationError("CPU \(cpu) does not exist (this machine has \(cpus))")
+        }
+        if let workloads {
+            let known = Set((Plan.echoWorkloads + Plan.httpWorkloads(wrk: true) + [Plan.fileWorkload]).map(\.key))
+            for key in workloads.split(separator: ",") where !known.contains(String(key)) {
+                throw ValidationError("--workloads: unknown workload '\(key)'")
+            }
         }
         if let repeats, repeats < 1 { throw ValidationError("--repeats must be at least 1") }
         if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
@@ -103,6 +118,7 @@ struct Throughput: ParsableCommand {
             serverCPU: self.serverCPU,
             clientCPU: self.clientCPU,
             groups: Set(self.only.split(separator: ",").compactMap { WorkloadGroup(rawValue: String($0)) }),
+            workloads: self.workloads.map { Set($0.split(separator: ",").map(String.init)) },
             scratch: scratch,
             nginx: findExecutable("nginx"),
             wrk: findExecutable("wrk"),

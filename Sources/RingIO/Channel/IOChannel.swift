@@ -46,9 +46,10 @@ import Glibc
 /// carries (default unlimited). The setters clamp each other as dispatch's do (R45), and every
 /// operation keeps the values it was scheduled with (R46).
 ///
-/// **Interval** (R50–R52). With an interval, each operation gets a repeating ring timeout: at
-/// each tick a strict interval delivers what is pending, even nothing; a non-strict one only
-/// re-applies the low water test.
+/// **Interval** (R50–R52). With an interval, each operation gets a repeating timer in its
+/// ring's timer queue (no syscall to arm or cancel it; the ring keeps one kernel timeout for
+/// its earliest deadline): at each tick a strict interval delivers what is pending, even
+/// nothing; a non-strict one only re-applies the low water test.
 ///
 /// **Descriptors and cleanup** (R20–R31). A channel on a descriptor never closes it; the
 /// cleanup handler, run once on the queue given at creation, tells you when you may. It runs

@@ -23,7 +23,6 @@ internal class _Operation: RingOperationTarget {
 
     enum Tag {
         static let io: UInt64 = 0
-        static let timer: UInt64 = 1 << 62
         static let ignore: UInt64 = 1 << 63
     }
 
@@ -56,8 +55,8 @@ internal class _Operation: RingOperationTarget {
     /// refers to it any more (see "Reuse").
     private var finalCallRan = false
     private var inFlight = 0
-    private var timer: UInt64?
-    private var timerSpec: _KernelTimespec?
+    /// The armed tick, in the ring's timers (no syscall to arm or cancel).
+    private var timer: _RingTimerToken?
     /// The armed tick's deadline, in monotonic nanoseconds.
     private var timerDeadline: Int64 = 0
 
@@ -73,9 +72,10 @@ internal class _Operation: RingOperationTarget {
     private let cancelRequested = Atomic<Bool>(false)
 
     // MARK: Handler calls (any thread, see `deliver`)
-    /// Its queue is its own ring (decided once per life): it goes on the ring's jobs directly,
-    /// with no cast per delivery.
-    @exclusivity(unchecked) private var deliversOnRing = false
+    /// Whether its queue is its own ring, decided at its first delivery (`nil` before; an
+    /// awaited operation never asks): it then goes on the ring's jobs directly, with no cast
+    /// per delivery. Written on the ring thread once per life; read by the drains after.
+    @exclusivity(unchecked) private var deliversOnRing: Bool?
     private let calls = _Lock(_HandlerCalls())
     /// The calls being run; touched only by the one running drain (`runDelivered`), on the
     /// handler queue. The `running` flag, set and cleared under `calls`' lock, admits one
@@ -97,7 +97,6 @@ internal class _Operation: RingOperationTarget {
         self.offset = offset
         self.lane = lane
         self.handler = handler
-        self.deliversOnRing = Self.isRing(of: entry, queue)
     }
 
     /// Whether `queue` is the ring `entry` lives on.
@@ -120,7 +119,7 @@ internal class _Operation: RingOperationTarget {
         self.queue = queue
         self.offset = offset
         self.handler = handler
-        self.deliversOnRing = Self.isRing(of: self.entry, queue)
+        self.deliversOnRing = nil
         self.lowWater = 1
         self.highWater = Int.max
         self.intervalNanoseconds = 0
@@ -206,13 +205,7 @@ internal class _Operation: RingOperationTarget {
     final func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
         self.entry.core.assertOnRingThread()
         if !flags.hasMore { self.inFlight -= 1 }
-        if context == Tag.timer {
-            self.timer = nil
-            if result == -ETIME && !self.isFinished {
-                self.tick()
-                if !self.isFinished { self.armIntervalTimer(after: self.timerDeadline) }
-            }
-        } else if context != Tag.ignore {
+        if context != Tag.ignore {
             self.completed(result: result, flags: flags, context: context)
         }
         self.retireIfIdle()
@@ -226,17 +219,23 @@ internal class _Operation: RingOperationTarget {
     }
 
     /// Arms the next tick, one interval after `previous` (monotonic nanoseconds) — or after now,
-    /// when the ring fell behind. A one-shot timeout per tick, not a multishot one: an async
-    /// cancel can miss a multishot timeout between its fire and its re-arm, and it would then
-    /// run forever (and the operation would never retire).
+    /// when the ring fell behind. A timer of the ring's (``_RingCore/armTimer(at:target:context:)``):
+    /// arming and cancelling it costs no syscall, and it never keeps the operation from retiring.
     private func armIntervalTimer(after previous: Int64) {
         var deadline = previous &+ self.intervalNanoseconds
         let now = _Clock.nanoseconds(realtime: false)
         if deadline <= now { deadline = now &+ self.intervalNanoseconds }
         self.timerDeadline = deadline
-        let spec = _KernelTimespec(nanoseconds: deadline)
-        self.timerSpec = spec
-        self.timer = self.submit(.timeoutAt(spec: spec, realtime: false), tag: Tag.timer)
+        self.timer = self.entry.core.armTimer(at: deadline, target: self)
+    }
+
+    /// An interval tick is due (the ring's timers, on the ring thread): ticks, and arms the next.
+    final func ringTimerFired(context: UInt64) {
+        self.entry.core.assertOnRingThread()
+        self.timer = nil
+        guard !self.isFinished else { return }
+        self.tick()
+        if !self.isFinished { self.armIntervalTimer(after: self.timerDeadline) }
     }
 
     // MARK: Handler calls
@@ -271,7 +270,16 @@ internal class _Operation: RingOperationTarget {
         }
         // The delivered job holds the operation strongly until it has run.
         if mustSchedule {
-            if self.deliversOnRing {
+            let onRing: Bool
+            if let known = self.deliversOnRing {
+                onRing = known
+            } else {
+                // Written once, before the first drain is scheduled (which orders it before
+                // the drains' reads, on any queue).
+                onRing = Self.isRing(of: self.entry, self.queue)
+                self.deliversOnRing = onRing
+            }
+            if onRing {
                 self.entry.core.deliverOnRing(self)
             } else {
                 self.entry.core.deliver(self, on: self.queue)
@@ -362,7 +370,7 @@ internal class _Operation: RingOperationTarget {
         }
         // On the ring thread (its queue is its ring), the end of its life on the ring side:
         // it may go back to its channel's pool. Elsewhere nothing is touched.
-        if ranFinal && self.deliversOnRing {
+        if ranFinal && self.deliversOnRing == true {
             self.finalCallRan = true
             self.recycleIfDone()
         }
@@ -413,7 +421,8 @@ internal class _Operation: RingOperationTarget {
         guard !self.isFinished else { return }
         self.isFinished = true
         if let timer = self.timer {
-            self.submit(.cancel(userData: timer), tag: Tag.ignore)
+            self.entry.core.cancelTimer(timer)
+            self.timer = nil
         }
         self.entry.operationFinished(self)
         self.channel.operationFinished(self)
@@ -423,7 +432,6 @@ internal class _Operation: RingOperationTarget {
     private func retireIfIdle() {
         guard self.isFinished, !self.retired, self.inFlight == 0 else { return }
         self.retired = true
-        self.timerSpec = nil
         self.entry.operationRetired()
         self.recycleIfDone()
     }
@@ -447,6 +455,8 @@ internal class _Operation: RingOperationTarget {
 extension _Operation: @unchecked Sendable {}
 
 extension _Operation: _RingRunnable {}
+
+extension _Operation: _RingTimerTarget {}
 
 /// Where an async operation's handler calls go (see `_Operation.awaiting`).
 internal enum _Awaiting {

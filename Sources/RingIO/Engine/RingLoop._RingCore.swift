@@ -93,6 +93,13 @@ internal final class _RingCore: @unchecked Sendable {
     private var executors: (task: RingTaskExecutor, serial: RingSerialExecutor)?
     /// The longest turn so far, in coarse-clock nanoseconds (see `Counters.longestTurn`).
     private var longestTurn: Int64 = 0
+    /// The ring's timers (channel intervals, source timers): one queue, one kernel timeout.
+    @exclusivity(unchecked) private var timers = _RingTimers()
+    /// Kernel timeouts in flight for the timers, and the spare ones (reused: no allocation).
+    @exclusivity(unchecked) private var timerTimeoutsInFlight: ContiguousArray<_TimerTimeout> = []
+    @exclusivity(unchecked) private var spareTimerTimeouts: ContiguousArray<_TimerTimeout> = []
+    /// The earliest deadline of the kernel timeouts in flight; `Int64.max` when none is.
+    private var armedTimerDeadline = Int64.max
 
     private init(uring: _URing, eventFD: CInt, receiveBufferCount: Int, receiveBufferSize: Int) {
         self.uring = uring
@@ -401,6 +408,83 @@ internal final class _RingCore: @unchecked Sendable {
         return self.uring.hasOverflow
     }
 
+    // MARK: Ring thread: timers
+
+    /// Arms a timer: at `deadline` (CLOCK_MONOTONIC nanoseconds) or soon after, `target`'s
+    /// ``_RingTimerTarget/ringTimerFired(context:)`` runs on the ring thread, with `context`.
+    /// The timer holds `target` until it fires or is cancelled, or the ring thread exits.
+    ///
+    /// No syscall and, in the steady state, no allocation: the timer joins the ring's queue,
+    /// and before its next flush the ring arms one kernel timeout for the earliest deadline
+    /// when none in flight fires by then (``prepareTimerTimeout()``). Once the ring is stopping,
+    /// no kernel timeout is armed any more, so timers armed then never fire.
+    internal func armTimer(at deadline: Int64, target: any _RingTimerTarget, context: UInt64 = 0) -> _RingTimerToken {
+        self.assertOnRingThread()
+        return self.timers.arm(at: deadline, target: target, context: context)
+    }
+
+    /// Cancels a timer: it will not fire, and lets go of its target. A stale token (the timer
+    /// fired or was cancelled) changes nothing. No syscall: a kernel timeout armed for it stays,
+    /// and its completion finds nothing due and arms one for the new earliest deadline.
+    internal func cancelTimer(_ token: _RingTimerToken) {
+        self.assertOnRingThread()
+        self.timers.cancel(token)
+    }
+
+    /// How many timers are armed.
+    internal var armedTimerCount: Int {
+        self.assertOnRingThread()
+        return self.timers.count
+    }
+
+    /// Before a flush: arms a kernel timeout (absolute, CLOCK_MONOTONIC) for the earliest
+    /// deadline, unless one in flight fires by then or the ring is stopping. The timeouts that
+    /// fire later than needed (their deadline was cancelled, or an earlier one came) stay: their
+    /// completions only check the clock. Beyond two in flight, the one firing last is
+    /// cancelled, so deadlines that keep moving earlier leave a bounded number behind.
+    private func prepareTimerTimeout() {
+        guard let earliest = self.timers.earliestDeadline, earliest < self.armedTimerDeadline,
+            !self.cancelAllIssued
+        else { return }
+        let timeout = self.spareTimerTimeouts.popLast() ?? _TimerTimeout(self)
+        timeout.deadline = earliest
+        timeout.cancelRequested = false
+        timeout.spec.reset(nanoseconds: earliest)
+        timeout.userData = self.submit(.timeoutAt(spec: timeout.spec, realtime: false), target: timeout)
+        self.timerTimeoutsInFlight.append(timeout)
+        self.armedTimerDeadline = earliest
+        if self.timerTimeoutsInFlight.count > 2 {
+            var latest: _TimerTimeout?
+            for candidate in self.timerTimeoutsInFlight where !candidate.cancelRequested {
+                if latest == nil || candidate.deadline > latest!.deadline { latest = candidate }
+            }
+            if let latest, latest !== timeout {
+                latest.cancelRequested = true
+                self.submit(.cancel(userData: latest.userData), target: latest, context: _TimerTimeout.cancelContext)
+            }
+        }
+    }
+
+    /// A kernel timeout of the timers completed (fired, or cancelled): runs the timers that are
+    /// due. The clock is read here only — a timer never fires before its kernel timeout does.
+    fileprivate func timerTimeoutCompleted(_ timeout: _TimerTimeout) {
+        if let index = self.timerTimeoutsInFlight.firstIndex(where: { $0 === timeout }) {
+            self.timerTimeoutsInFlight.remove(at: index)
+        }
+        self.spareTimerTimeouts.append(timeout)
+        var earliest = Int64.max
+        for other in self.timerTimeoutsInFlight where other.deadline < earliest { earliest = other.deadline }
+        self.armedTimerDeadline = earliest
+        let now = _Clock.nanoseconds(realtime: false)
+        // At most the timers armed now: one that arms itself again for a time already past
+        // waits for the next kernel timeout (armed at once, for then) instead of looping here.
+        var budget = self.timers.count
+        while budget > 0, let expired = self.timers.popExpired(now: now) {
+            expired.target.ringTimerFired(context: expired.context)
+            budget -= 1
+        }
+    }
+
     // MARK: Ring thread: provided buffers
 
     /// The ring's provided receive buffers, registered on first use (buffer group 0).
@@ -518,6 +602,7 @@ internal final class _RingCore: @unchecked Sendable {
             // Work delivered to DispatchQueues by jobs goes out before the ring may sleep.
             self.flushDispatchBatches()
             self.endTurn()
+            self.prepareTimerTimeout()
             self.flush(mayWait: self.localJobs.isEmpty)
             self.turnStart = _Clock.coarseNanoseconds()
             self.reapCompletions()
@@ -526,6 +611,9 @@ internal final class _RingCore: @unchecked Sendable {
             self.flushDispatchBatches()
         }
         self.flushDispatchBatches()
+        // Timers still armed never fire: their targets go (no cycle through the core is left).
+        self.timers.removeAll()
+        self.spareTimerTimeouts.removeAll()
         self._providedBuffers?.close(uring: self.uring)
         self._providedBuffers = nil
         self.uring.close()
@@ -708,6 +796,29 @@ private final class _WakeUpTarget: RingOperationTarget {
 
     func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
         self.core.wakeUpCompleted(result: result)
+    }
+}
+
+/// A kernel timeout the ring arms for its earliest timer (see `_RingCore.prepareTimerTimeout`);
+/// reused once it completed, with its time storage.
+private final class _TimerTimeout: RingOperationTarget {
+    /// The context of the cancel a timeout that fires too late may get.
+    static let cancelContext: UInt64 = 1
+
+    unowned let core: _RingCore
+    /// Its time: written only while the timeout is spare (not in flight).
+    let spec = _KernelTimespec(nanoseconds: 0)
+    var deadline: Int64 = 0
+    var userData: UInt64 = 0
+    var cancelRequested = false
+
+    init(_ core: _RingCore) {
+        self.core = core
+    }
+
+    func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
+        guard context != Self.cancelContext else { return }
+        self.core.timerTimeoutCompleted(self)
     }
 }
 

@@ -123,8 +123,11 @@ public final class IOSource: Sendable {
     /// Sets a timer: first fire after `delay`, then every `interval` (or once when `nil`).
     /// Replaces an earlier schedule.
     ///
-    /// `leeway` is accepted for `DispatchSource` compatibility: ring timeouts fire on time,
-    /// well within any leeway.
+    /// `leeway` is accepted for `DispatchSource` compatibility: the ring's timers fire on time,
+    /// well within any leeway. A monotonic timer is a deadline in its ring's timer queue (no
+    /// syscall to schedule, re-arm or cancel it); a wall-clock timer's first fire is an io_uring
+    /// timeout on `CLOCK_REALTIME` of its own, so that it follows changes of the clock, and its
+    /// repetitions are monotonic.
     ///
     /// - Precondition: A timer source; `delay`, `interval` and `leeway` are not negative and
     ///   `interval` is not zero.

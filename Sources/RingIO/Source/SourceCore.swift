@@ -20,7 +20,7 @@ import Glibc
 /// Delivery: one event handler call at a time. While a call is queued or running, or while the
 /// source is suspended, events merge into `pending`; when the call returns, the queue tells the
 /// ring, which delivers what merged meanwhile (one call) or, once cancelled, the cancel handler.
-internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
+internal final class _SourceCore: RingOperationTarget, _RingTimerTarget, @unchecked Sendable {
     enum Kind {
         case timer(IOSource.Clock)
         case signal(CInt)
@@ -39,6 +39,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
 
     private enum Tag {
         static let timerFirst: UInt64 = 1
+        /// A monotonic fire (the ring's timers; not a kernel tag).
         static let timerRepeat: UInt64 = 2
         static let poll: UInt64 = 3
         static let signalRead: UInt64 = 4
@@ -73,8 +74,8 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     private var handlerRunning = false
     private var hasEvent = false
     private var pending: UInt = 0
-    /// The armed timeout, to cancel on reschedule or cancel.
-    private var armedTimer: UInt64?
+    /// The armed timer, to cancel on reschedule or cancel.
+    private var armedTimer: ArmedTimer?
     /// Its absolute deadline, in nanoseconds of its clock.
     private var timerDeadline: Int64 = 0
     /// The armed poll or signal read.
@@ -82,6 +83,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
     /// A process-exit source reports the exit once.
     private var exitReported = false
     private var inFlight = 0
+    /// The time of a wall-clock first fire's kernel timeout.
     private var timerSpec: _KernelTimespec?
     /// The repeat interval in nanoseconds; `nil` for a one-shot timer.
     private var timerInterval: Int64?
@@ -247,8 +249,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
             return
         }
         // A new schedule replaces the old one: cancel what is armed, ignore its completions.
-        if let armed = self.armedTimer { self.submit(.cancel(userData: armed), tag: Tag.ignore) }
-        self.armedTimer = nil
+        self.cancelArmedTimer()
         self.timerGeneration &+= 1
         self.pending = 0
         self.hasEvent = false
@@ -268,19 +269,50 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
         }
     }
 
-    /// Arms a one-shot timeout at an absolute time. Timers are one-shot timeouts re-armed after
-    /// each fire, never multishot ones: an async cancel that lands while a multishot timeout
-    /// is between its fire and its re-arm finds nothing, and the timeout then runs forever.
-    /// A one-shot that fired before its cancel landed is simply not re-armed.
+    /// Where the armed timer is: a monotonic deadline in the ring's timers, or a wall-clock
+    /// first fire's own kernel timeout.
+    private enum ArmedTimer {
+        case ring(_RingTimerToken)
+        case kernel(UInt64)
+    }
+
+    /// Arms the timer for one fire at an absolute time. On the monotonic clock, a timer of the
+    /// ring's (``_RingCore/armTimer(at:target:context:)``: no syscall to arm, re-arm or cancel),
+    /// re-armed after each fire. A wall-clock first fire keeps a kernel timeout of its own
+    /// (CLOCK_REALTIME, which follows clock changes; the ring's timers are monotonic): one-shot,
+    /// never multishot — an async cancel that lands while a multishot timeout is between its
+    /// fire and its re-arm finds nothing, and the timeout then runs forever.
     private func armTimer(at deadline: Int64, realtime: Bool) {
         self.assertOnRingThread()
         self.timerDeadline = deadline
-        let spec = _KernelTimespec(nanoseconds: deadline)
-        self.timerSpec = spec
-        self.armedTimer = self.submit(
-            .timeoutAt(spec: spec, realtime: realtime),
-            tag: self.timerTag(realtime ? Tag.timerFirst : Tag.timerRepeat)
-        )
+        if realtime {
+            let spec = _KernelTimespec(nanoseconds: deadline)
+            self.timerSpec = spec
+            self.armedTimer = .kernel(
+                self.submit(.timeoutAt(spec: spec, realtime: true), tag: self.timerTag(Tag.timerFirst))
+            )
+        } else {
+            self.armedTimer = .ring(self.core!.armTimer(at: deadline, target: self, context: self.timerGeneration))
+        }
+    }
+
+    /// Cancels the armed timer, if any (its completion, for a kernel timeout, is ignored).
+    private func cancelArmedTimer() {
+        switch self.armedTimer {
+        case .ring(let token): self.core?.cancelTimer(token)
+        case .kernel(let userData): self.submit(.cancel(userData: userData), tag: Tag.ignore)
+        case nil: break
+        }
+        self.armedTimer = nil
+    }
+
+    /// A monotonic deadline of the ring's timers passed (on the ring thread).
+    func ringTimerFired(context: UInt64) {
+        self.assertOnRingThread()
+        guard context == self.timerGeneration else { return }  // a replaced schedule
+        self.armedTimer = nil
+        guard !self.cancelled else { return }
+        self.timerFired(tag: Tag.timerRepeat)
     }
 
     /// Timer tags carry the schedule's generation, so completions of a replaced schedule are
@@ -432,10 +464,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
         self.assertOnRingThread()
         guard !self.cancelled else { return }
         self.cancelled = true
-        if let armed = self.armedTimer {
-            self.submit(.cancel(userData: armed), tag: Tag.ignore)
-            self.armedTimer = nil
-        }
+        self.cancelArmedTimer()
         if let armed = self.armedOperation {
             self.submit(.cancel(userData: armed), tag: Tag.ignore)
             self.armedOperation = nil
@@ -478,7 +507,7 @@ internal final class _SourceCore: RingOperationTarget, @unchecked Sendable {
         if !flags.hasMore { self.inFlight -= 1 }
         let tag = context & 0xff
         switch tag {
-        case Tag.timerFirst, Tag.timerRepeat:
+        case Tag.timerFirst:
             guard context >> 8 == self.timerGeneration else { return }  // a replaced schedule
             self.armedTimer = nil
             guard !self.cancelled, result == -ETIME else { return }
