@@ -83,8 +83,10 @@ internal final class _SourceCore: RingOperationTarget, _RingTimerTarget, @unchec
     /// A process-exit source reports the exit once.
     private var exitReported = false
     private var inFlight = 0
-    /// The time of a wall-clock first fire's kernel timeout.
-    private var timerSpec: _KernelTimespec?
+    /// The times of wall-clock first fires' kernel timeouts, by schedule generation, each
+    /// kept until its timeout completes: the kernel reads one when the turn's entries are
+    /// submitted, which may come after a second schedule in the same turn replaced the first.
+    private var timerSpecs: [UInt64: _KernelTimespec] = [:]
     /// The repeat interval in nanoseconds; `nil` for a one-shot timer.
     private var timerInterval: Int64?
     private var timerGeneration: UInt64 = 0
@@ -287,7 +289,7 @@ internal final class _SourceCore: RingOperationTarget, _RingTimerTarget, @unchec
         self.timerDeadline = deadline
         if realtime {
             let spec = _KernelTimespec(nanoseconds: deadline)
-            self.timerSpec = spec
+            self.timerSpecs[self.timerGeneration] = spec
             self.armedTimer = .kernel(
                 self.submit(.timeoutAt(spec: spec, realtime: true), tag: self.timerTag(Tag.timerFirst))
             )
@@ -508,6 +510,7 @@ internal final class _SourceCore: RingOperationTarget, _RingTimerTarget, @unchec
         let tag = context & 0xff
         switch tag {
         case Tag.timerFirst:
+            self.timerSpecs[context >> 8] = nil  // the kernel is done with it
             guard context >> 8 == self.timerGeneration else { return }  // a replaced schedule
             self.armedTimer = nil
             guard !self.cancelled, result == -ETIME else { return }
