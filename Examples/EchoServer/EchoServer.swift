@@ -64,7 +64,7 @@ struct EchoServer: ParsableCommand {
     @Option(help: "The channels' low water mark in bytes (deliver as soon as this much has arrived).")
     var lowWater = 1
 
-    @Option(help: "A delivery interval in milliseconds for every read (0: none).")
+    @Option(help: "A delivery interval in milliseconds on every connection's channel, its reads and writes (0: none).")
     var interval = 0
 
     @Flag(help: "With --interval: deliver at every tick, even below the low water mark.")

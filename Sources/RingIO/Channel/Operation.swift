@@ -34,7 +34,7 @@ internal class _Operation: RingOperationTarget {
 
     // MARK: Set for each life (see "Reuse"), before the operation reaches the ring
     // @exclusivity(unchecked): written only where no one else refers to the operation
-    // (`init`, `reuse`, `dropReferences`), so no access overlaps a write.
+    // (`init`, `reuse`, `dropHandler`), so no access overlaps a write.
     @exclusivity(unchecked) private(set) var queue: any IOQueue
     @exclusivity(unchecked) private(set) var handler: @Sendable (Bool, ByteRope?, Errno?) -> Void
     @exclusivity(unchecked) private(set) var offset: Int64
@@ -135,7 +135,8 @@ internal class _Operation: RingOperationTarget {
     }
 
     /// Called once the operation is retired and its final call has run: a pooled kind gives
-    /// itself back to its ring here (after letting go of what it refers to). Ring thread.
+    /// itself back to its channel here (after letting go of its data and handler). Ring
+    /// thread.
     func recycle() {}
 
     /// Recycles the operation when both its retirement and its final call are behind it.
