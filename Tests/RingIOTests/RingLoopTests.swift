@@ -63,6 +63,30 @@ struct RingSetUpErrorTests {
 
 @Suite("RingLoop: engine", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct RingLoopTests {
+    @Test("a loop whose last reference goes away on its own thread stops, its thread detached")
+    func lastReferenceOnRingThread() throws {
+        weak var weakRing: RingLoop?
+        let started = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        do {
+            let ring = try RingLoop()
+            weakRing = ring
+            // The job holds the loop; it waits until the test let go of its own reference, so
+            // the job's, dropped on the ring thread after it runs, is the last one.
+            ring.enqueue {
+                withExtendedLifetime(ring) {
+                    started.signal()
+                    proceed.wait()
+                }
+            }
+            #expect(wait(started))
+        }
+        proceed.signal()
+        // Deinit on the ring thread cannot join it: the thread is detached and exits (a thread
+        // left neither joined nor detached is what ThreadSanitizer reports as a leak).
+        #expect(eventually { weakRing == nil }, "the loop was not let go of")
+    }
+
     @Test("set-up reports what the kernel accepted")
     func setUp() throws {
         let ring = try RingLoop(entries: 64)

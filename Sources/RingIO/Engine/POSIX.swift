@@ -256,6 +256,16 @@ internal enum _POSIX {
         precondition(result == 0, "RingIO: pthread_join failed: \(Errno(rawValue: result))")
     }
 
+    /// Lets `thread` free its resources when it exits, with no join. The corresponding C
+    /// function is `pthread_detach`.
+    ///
+    /// - Precondition: `thread` is joinable and not joined or detached before (EINVAL, ESRCH
+    ///   are bugs).
+    internal static func detach(_ thread: pthread_t) {
+        let result = pthread_detach(thread)
+        precondition(result == 0, "RingIO: pthread_detach failed: \(Errno(rawValue: result))")
+    }
+
     /// The calling thread's identity, as an integer. The corresponding C function is
     /// `pthread_self`, which cannot fail.
     @inline(__always)

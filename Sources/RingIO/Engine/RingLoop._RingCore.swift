@@ -309,13 +309,26 @@ internal final class _RingCore: @unchecked Sendable {
             }
         }
         guard join else { return }
-        let thread: pthread_t? = self.threadState.withLock { state in
+        if let thread = self.takeJoinableThread() {
+            _POSIX.join(thread)
+        }
+    }
+
+    /// The ring thread is stopping and no one will join it — its `RingLoop` went away on the
+    /// ring thread itself (the last reference dropped by a handler or a job there): it frees
+    /// its own resources when it exits, rather than leaving a thread never joined.
+    internal func detachThread() {
+        if let thread = self.takeJoinableThread() {
+            _POSIX.detach(thread)
+        }
+    }
+
+    /// The ring thread, once: whoever gets it joins or detaches it.
+    private func takeJoinableThread() -> pthread_t? {
+        self.threadState.withLock { state in
             guard !state.joined, let thread = state.thread else { return nil }
             state.joined = true
             return thread
-        }
-        if let thread {
-            _POSIX.join(thread)
         }
     }
 

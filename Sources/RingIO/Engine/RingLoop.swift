@@ -134,7 +134,13 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     }
 
     deinit {
-        self.core.stop(join: !self.core.isRingThread)
+        if self.core.isRingThread {
+            // No one can join it any more: nothing refers to this loop.
+            self.core.stop(join: false)
+            self.core.detachThread()
+        } else {
+            self.core.stop(join: true)
+        }
     }
 
     /// Runs `work` on the ring thread, asynchronously.
