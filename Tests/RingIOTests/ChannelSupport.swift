@@ -517,17 +517,77 @@ func eventuallyAsync(seconds: Double = 10, _ condition: () -> Bool) async -> Boo
     return true
 }
 
-/// Runs tasks on dispatch threads of their own, away from the cooperative pool.
-final class DispatchTaskExecutor: TaskExecutor {
-    private let queue = DispatchQueue(label: "channel-test-tasks", attributes: .concurrent)
+/// Runs tasks on threads of its own, one more whenever all of them are busy: a test that
+/// blocks one never delays another test's tasks. Dispatch's global queues (and the cooperative
+/// pool, which runs on them on Linux) have as many threads as cores and add one only after
+/// they have all been blocked a while; in a parallel run, synchronous tests block them, and a
+/// task waiting there for seconds looks like a server that did not answer.
+final class ThreadsTaskExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked: `state` is under its lock; `available` is a semaphore.
+    /// Jobs not yet taken, and the threads waiting on `available` no job was signalled for.
+    private let state = _Lock<(jobs: [UnownedJob], idle: Int)>(([], 0))
+    private let available = DispatchSemaphore(value: 0)
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        self.queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        let wakesIdle = self.state.withLock { state in
+            state.jobs.append(job)
+            guard state.idle > 0 else { return false }
+            state.idle -= 1
+            return true
+        }
+        // Each job gets a thread: an idle one, signalled, or a new one. A thread takes jobs
+        // until none is left before it waits again.
+        if wakesIdle { self.available.signal() } else { startThread { self.work() } }
+    }
+
+    private func work() {
+        while true {
+            let job: UnownedJob? = self.state.withLock { state in
+                if state.jobs.isEmpty {
+                    state.idle += 1
+                    return nil
+                }
+                return state.jobs.removeFirst()
+            }
+            if let job {
+                job.runSynchronously(on: self.asUnownedTaskExecutor())
+            } else {
+                self.available.wait()
+            }
+        }
     }
 }
 
-let testTaskExecutor = DispatchTaskExecutor()
+let testTaskExecutor = ThreadsTaskExecutor()
+
+/// Runs `body` on a new detached thread.
+func startThread(_ body: @escaping @Sendable () -> Void) {
+    final class Work: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+    var thread = pthread_t()
+    let started = pthread_create(
+        &thread,
+        nil,
+        { raw in
+            Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().run()
+            return nil
+        },
+        Unmanaged.passRetained(Work(body)).toOpaque()
+    )
+    precondition(started == 0, "pthread_create: \(started)")
+    pthread_detach(thread)
+}
+
+/// Runs the blocking `body` on a thread of its own and returns its result: not on dispatch's
+/// global queues, whose few threads the tasks of the suite need.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        startThread { continuation.resume(returning: body()) }
+    }
+}
 
 /// Runs `body` in a task and waits at most `seconds` for it; nil on time-out (the task is then
 /// cancelled and abandoned).

@@ -16,7 +16,7 @@ import Glibc
 
 // MARK: - Support
 
-// Off the ring, these tests use `testTaskExecutor` (dispatch threads), not the global
+// Off the ring, these tests use `testTaskExecutor` (threads of its own), not the global
 // concurrent executor: synchronous tests running in parallel block the cooperative pool's
 // threads (two on this machine) for seconds at a time, and a test waiting for one would measure
 // that wait, not RingIO. Seen from a ring, both are "another thread": one hop each way. Each
@@ -165,14 +165,6 @@ private func pingPong(_ fd: CInt, rounds: Int, size: Int) -> Int {
     }
     shutdown(fd, Int32(SHUT_WR))
     return rounds - played
-}
-
-/// Runs `body` on a thread of its own (it blocks) and returns its result without blocking
-/// the caller's thread.
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: body()) }
-    }
 }
 
 /// An actor that lives on a ring, as the README shows: its jobs run on the ring thread.

@@ -17,17 +17,11 @@ import Glibc
 // MARK: - Support
 
 // Each test's body, and every task of its own off the rings, runs on `testTaskExecutor`
-// (dispatch threads), not the cooperative pool: synchronous tests running in parallel block
-// the pool's threads (two on this machine) for seconds at a time, and an accepting loop starved
-// of a thread would look like a listener that stopped accepting.
-
-/// Runs `body` on a dispatch thread (it blocks) and returns its result without blocking the
-/// caller's thread.
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: body()) }
-    }
-}
+// (threads of its own), and the blocking clients on threads of their own (`onThread`), not on
+// dispatch's global queues, where the cooperative pool runs too: synchronous tests running in
+// parallel block their threads (two on this machine) for seconds at a time, and an accepting
+// loop starved of a thread looks like a listener that stopped accepting (a client of the
+// 10,000-connection test once waited 5 s for its echo that way).
 
 /// Suspends for `milliseconds` on a dispatch timer: the task resumes on its own executor, with
 /// no detour through the cooperative pool (where `Task.sleep` wakes up).

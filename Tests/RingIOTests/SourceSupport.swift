@@ -261,32 +261,16 @@ func processCPUTime() -> Duration {
 /// Runs `body(index)` on `count` threads of their own, released together, and waits (bounded)
 /// for them all; false on time-out (the threads are then abandoned).
 func onThreads(_ count: Int, seconds: Double = 20, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
-    final class Work: Sendable {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
     let ready = DispatchSemaphore(value: 0)
     let go = Atomic<Bool>(false)
     let done = DispatchSemaphore(value: 0)
     for index in 0..<count {
-        let work = Work {
+        startThread {
             ready.signal()
             while !go.load(ordering: .acquiring) { sched_yield() }
             body(index)
             done.signal()
         }
-        var thread = pthread_t()
-        let started = pthread_create(
-            &thread,
-            nil,
-            { raw in
-                Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().run()
-                return nil
-            },
-            Unmanaged.passRetained(work).toOpaque()
-        )
-        precondition(started == 0, "pthread_create: \(started)")
-        pthread_detach(thread)
     }
     for _ in 0..<count where !wait(ready, seconds: seconds) { return false }
     go.store(true, ordering: .releasing)
