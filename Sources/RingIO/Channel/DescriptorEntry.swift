@@ -282,10 +282,11 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         return self.lanes[_Operation.writeLane].count
     }
 
-    /// The waiting write `index` places behind the head of the write lane (0: next).
-    func waitingWrite(at index: Int) -> _WriteOperation {
+    /// The waiting write `index` places behind the head of the write lane (0: next); `nil`
+    /// for another kind of operation there (a file send).
+    func waitingWrite(at index: Int) -> _WriteOperation? {
         self.core.assertOnRingThread()
-        return unsafeDowncast(self.lanes[_Operation.writeLane][index], to: _WriteOperation.self)
+        return self.lanes[_Operation.writeLane][index] as? _WriteOperation
     }
 
     /// The write whose syscall the waiting writes may have joined.

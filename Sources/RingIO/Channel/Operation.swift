@@ -107,8 +107,10 @@ internal class _Operation: RingOperationTarget {
     // MARK: Reuse
 
     /// Starts a new life of an operation taken from its channel's pool: the per-life fields
-    /// of `init`, and every other state back to its initial value. Ring thread; the pool
-    /// hands out only operations no one else refers to (see ``_WriteOperationPool``).
+    /// of `init`, and every variable of "Ring thread only" back to its initial value (keep
+    /// the two lists in step); `awaiting`, `collected` and the handler calls are back to theirs
+    /// once the final call ran. Ring thread; the pool hands out only operations no one else
+    /// refers to (see ``_WriteOperationPool``).
     func reuse(
         queue: any IOQueue,
         offset: Int64,
@@ -116,6 +118,7 @@ internal class _Operation: RingOperationTarget {
     ) {
         self.entry.core.assertOnRingThread()
         assert(self.retired && self.finalCallRan && self.inFlight == 0 && self.timer == nil)
+        assert(self.awaiting == nil && self.collected.isEmpty)
         self.queue = queue
         self.offset = offset
         self.handler = handler

@@ -34,12 +34,31 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     private var start: Int64 = -1
     /// A stream write to a file: set the file position after the end.
     private var setsPosition = false
-    /// Gathering (see `issueGathered`). The head of the lane: how many of the writes waiting
+    /// Gathering (see `gatherRiders`). The head of the lane: how many of the writes waiting
     /// behind it ride its syscall in flight, and whether one of them asked to cancel it.
     private var riderCount = 0
     private var cancelledForRider = false
     /// A waiting write: its bytes are part of the lane head's syscall in flight.
     private var riding = false
+
+    /// A new life for a write from the pool: every variable above back to its initial value
+    /// (keep the two lists in step), with `data` to write. Ring thread.
+    private func resetForReuse(data: ByteRope) {
+        self.data = data
+        self.written = 0
+        self.bufferStart = 0
+        self.bufferEnd = 0
+        // `vectorStorage` is kept: the allocation is what reuse saves.
+        self.syscallInFlight = false
+        self.pollInFlight = false
+        self.inFlightUserData = 0
+        self.terminating = nil
+        self.start = -1
+        self.setsPosition = false
+        self.riderCount = 0
+        self.cancelledForRider = false
+        self.riding = false
+    }
 
     /// See `riding` (for the tests). Ring thread.
     var isRiding: Bool { self.riding }
@@ -84,19 +103,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     ) -> _WriteOperation {
         if entry.core.isRingThread, let operation = channel.writePool.take() {
             operation.reuse(queue: queue, offset: offset, handler: handler)
-            operation.data = data
-            operation.written = 0
-            operation.bufferStart = 0
-            operation.bufferEnd = 0
-            operation.syscallInFlight = false
-            operation.pollInFlight = false
-            operation.inFlightUserData = 0
-            operation.terminating = nil
-            operation.start = -1
-            operation.setsPosition = false
-            operation.riderCount = 0
-            operation.cancelledForRider = false
-            operation.riding = false
+            operation.resetForReuse(data: data)
             return operation
         }
         return _WriteOperation(
@@ -200,32 +207,36 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             self.bufferEnd = self.written + self.nextBufferLength()
         }
         let limit = self.bufferEnd - self.written
-        if limit == self.data.count - self.written && self.lane == Self.writeLane && self.entry.waitingWriteCount > 0
-            && self.entry.type.isStreamLike && self.issueGathered(limit: limit)
-        {
-            return
-        }
         let fd = self.entry.fd
         let offset = self.start >= 0 ? self.start + Int64(self.written) : -1
-        // One region (the common case): a plain send or write, no iovec.
-        var first = iovec()
-        _ = withUnsafeMutablePointer(to: &first) { pointer in
-            self.data.exportIOVectors(into: UnsafeMutableBufferPointer(start: pointer, count: 1), from: self.written)
-        }
-        if first.iov_len >= limit {
-            let buffer = UnsafeRawBufferPointer(start: first.iov_base, count: limit)
-            let request: RingRequest =
-                self.entry.type == .socket
-                ? .send(fd: fd, buffer: buffer)
-                : .write(fd: fd, buffer: buffer, offset: offset)
-            self.syscallInFlight = true
-            self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
-            return
+        // Writes waiting behind this one may ride its syscall when it sends all that is left.
+        let mayGather =
+            limit == self.data.count - self.written && self.lane == Self.writeLane
+            && self.entry.waitingWriteCount > 0 && self.entry.type.isStreamLike
+        if !mayGather {
+            // One region (the common case): a plain send or write, no iovec.
+            var first = iovec()
+            _ = withUnsafeMutablePointer(to: &first) { pointer in
+                self.data.exportIOVectors(
+                    into: UnsafeMutableBufferPointer(start: pointer, count: 1),
+                    from: self.written
+                )
+            }
+            if first.iov_len >= limit {
+                let buffer = UnsafeRawBufferPointer(start: first.iov_base, count: limit)
+                let request: RingRequest =
+                    self.entry.type == .socket
+                    ? .send(fd: fd, buffer: buffer)
+                    : .write(fd: fd, buffer: buffer, offset: offset)
+                self.syscallInFlight = true
+                self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
+                return
+            }
         }
         let (message, vectors) = self.vectorSpace()
         var (count, bytes) = self.data.exportIOVectors(into: vectors, from: self.written)
-        // Clip to the current buffer.
         if bytes > limit {
+            // Clip to the current buffer.
             var total = 0
             var index = 0
             while index < count {
@@ -240,6 +251,8 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             }
             count = index
             bytes = limit
+        } else if mayGather && bytes == limit {
+            count = self.gatherRiders(into: vectors, after: count, bytes: bytes)
         }
         let request: RingRequest
         if self.entry.type == .socket {
@@ -253,31 +266,30 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
     }
 
-    /// Writes the rest of the data and, after it, whole writes waiting behind it in the lane,
-    /// in one vectored syscall (sendmsg, or writev on a pipe or terminal): what a busy
-    /// connection queued while a send was in flight leaves together, as a hand-written server
-    /// gathers it. A waiting write rides along when its data fits in one buffer of its own
-    /// (R49), in the iovecs left (`_ChannelLimits.writeVectors`) and in one chunk in all.
+    /// Gathering: after the rest of this write's data (`count` iovecs, `bytes` bytes, all of
+    /// it), whole writes waiting behind it in the lane join the same vectored syscall — what
+    /// a busy connection queued while a send was in flight leaves together, as a hand-written
+    /// server gathers it. A waiting write rides along when its data fits in one buffer of its
+    /// own (R49), in the iovecs left (`_ChannelLimits.writeVectors`) and in one chunk in all.
     /// Each keeps its own handler calls, in lane order (see `gatheredCompleted`).
     ///
-    /// - Returns: `false` when no waiting write can ride (the caller writes alone).
-    private func issueGathered(limit: Int) -> Bool {
-        let (message, vectors) = self.vectorSpace()
-        var (count, total) = self.data.exportIOVectors(into: vectors, from: self.written)
-        guard total == limit else { return false }  // its own rest needs every iovec
+    /// - Returns: the iovecs used in all; sets `riderCount` (0 when none could ride).
+    private func gatherRiders(into vectors: UnsafeMutableBufferPointer<iovec>, after count: Int, bytes: Int) -> Int {
+        var count = count
+        var total = bytes
         var riders = 0
         let waiting = self.entry.waitingWriteCount
         while riders < waiting && count < vectors.count {
-            let rider = self.entry.waitingWrite(at: riders)
+            guard let rider = self.entry.waitingWrite(at: riders) else { break }
             let size = rider.data.count
             guard rider.terminating == nil, size <= min(_ChannelLimits.chunkSize, rider.highWater),
                 total + size <= _ChannelLimits.chunkSize
             else { break }
-            let (added, bytes) = rider.data.exportIOVectors(
+            let (added, exported) = rider.data.exportIOVectors(
                 into: UnsafeMutableBufferPointer(rebasing: vectors[count...]),
                 from: 0
             )
-            guard bytes == size else { break }  // its regions do not all fit
+            guard exported == size else { break }  // its regions do not all fit
             count += added
             total += size
             rider.riding = true
@@ -285,19 +297,8 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             rider.bufferEnd = size
             riders += 1
         }
-        guard riders > 0 else { return false }
         self.riderCount = riders
-        let request: RingRequest
-        if self.entry.type == .socket {
-            message.pointee.msg_iov = vectors.baseAddress
-            message.pointee.msg_iovlen = count
-            request = .sendmsg(fd: self.entry.fd, message: message)
-        } else {
-            request = .writev(fd: self.entry.fd, vectors: UnsafeBufferPointer(rebasing: vectors[..<count]), offset: -1)
-        }
-        self.syscallInFlight = true
-        self.inFlightUserData = self.submit(request, tag: Tag.io + WriteTag.write)
-        return true
+        return count
     }
 
     /// A gathered syscall returned: the bytes written go to this write first, then to the
@@ -321,7 +322,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
         }
         var index = 0
         for _ in 0..<riders {
-            let rider = self.entry.waitingWrite(at: index)
+            let rider = self.entry.waitingWrite(at: index)!  // riders are writes (`gatherRiders`)
             let share = min(rest, rider.data.count)
             rest -= share
             if rider.rode(writing: share) { index += 1 }
