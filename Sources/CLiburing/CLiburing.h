@@ -48,6 +48,12 @@ static inline void CLiburing_sqe_set_rw_flags(struct io_uring_sqe *sqe, int flag
 // headers; the value is kernel ABI (include/uapi/linux/fs.h).
 static const int CLiburing_RWF_NOWAIT = 0x00000008;
 
+// pipe2(2) and F_SETPIPE_SZ need _GNU_SOURCE (kept off above); the values are kernel ABI
+// (include/uapi/linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7 and + 8).
+static inline int CLiburing_pipe_cloexec(int fds[2]) { return (int)syscall(SYS_pipe2, fds, O_CLOEXEC); }
+static const int CLiburing_F_SETPIPE_SZ = 1031;
+static const int CLiburing_F_GETPIPE_SZ = 1032;
+
 // pidfd_open(2) has no glibc wrapper before 2.36 (Debian 12 has 2.36, but the variadic
 // syscall(2) is not callable from Swift either way).
 static inline int CLiburing_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

@@ -47,6 +47,9 @@ internal final class _ChannelState: @unchecked Sendable {
     @exclusivity(unchecked) var operations: [_Operation] = []
     /// Finished writes for reuse; emptied when the channel is done (they hold it).
     @exclusivity(unchecked) var writePool = _WriteOperationPool()
+    /// The pipe of file sends (`_FileSendOperation`), kept empty between them; closed when the
+    /// channel is done.
+    var splicePipe: _SplicePipe?
 
     init(
         kind: IOChannel.Kind,
@@ -194,6 +197,55 @@ internal final class _ChannelState: @unchecked Sendable {
         return operation
     }
 
+    /// Schedules a file send; returns its operation, or `nil` when creation failed.
+    func scheduleFileSend(
+        file: CInt,
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        progress: _SendProgress?,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, nil, error) }
+            return nil
+        }
+        let operation = self.makeFileSend(
+            entry: entry,
+            file: file,
+            offset: offset,
+            length: length,
+            queue: queue,
+            progress: progress,
+            handler: handler
+        )
+        self.schedule(operation)
+        return operation
+    }
+
+    /// A file send on this channel, not yet scheduled (see `schedule`).
+    func makeFileSend(
+        entry: _DescriptorEntry,
+        file: CInt,
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        progress: _SendProgress?,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _FileSendOperation {
+        _FileSendOperation(
+            channel: self,
+            entry: entry,
+            queue: queue,
+            source: file,
+            offset: offset,
+            length: length,
+            progress: progress,
+            handler: handler
+        )
+    }
+
     func scheduleBarrier(_ work: @escaping @Sendable () -> Void) {
         guard let entry = self.entry else {
             self.cleanupQueue.enqueue(work)
@@ -269,6 +321,7 @@ internal final class _ChannelState: @unchecked Sendable {
         guard self.closed, self.operations.isEmpty, !self.done, let entry = self.entry else { return }
         self.done = true
         self.writePool.removeAll()
+        self.splicePipe = nil
         entry.channelDone(self)
     }
 }

@@ -99,6 +99,35 @@ extension IOChannel {
         _ = try await self.state.await(operation, collecting: false).get()
     }
 
+    /// Sends `length` bytes of the file open on `file`, from `offset`, to this channel's
+    /// socket or pipe without the bytes passing through user memory; see
+    /// ``write(contentsOf:offset:length:queue:handler:)``. When the task runs on the channel's
+    /// ring, it resumes there in the turn the send completes.
+    ///
+    /// - Throws: The send's error (ENODATA: the file ended first; EPIPE, ECONNRESET: the peer
+    ///   is gone); `Errno.canceled` when the task is cancelled (the send is stopped; part of
+    ///   the range may have been sent) or the ring has shut down; the channel's creation error.
+    /// - Precondition: `offset >= 0`, `length >= 0`, and `offset + length` does not overflow.
+    public func write(
+        contentsOf file: FileDescriptor,
+        offset: Int64,
+        length: Int,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(Errno) {
+        Self.checkFileRange(offset: offset, length: length)
+        guard let entry = self.state.entry else { throw self.state.creationFailure! }
+        let operation = self.state.makeFileSend(
+            entry: entry,
+            file: file.rawValue,
+            offset: offset,
+            length: length,
+            queue: entry.ring,
+            progress: nil,
+            handler: _Operation.noHandler
+        )
+        _ = try await self.state.await(operation, collecting: false).get()
+    }
+
     /// The data of one read, as an `AsyncSequence`; see ``IOChannel/reads(offset:length:)``.
     public struct Reads: AsyncSequence, Sendable {
         public typealias Element = ByteRope

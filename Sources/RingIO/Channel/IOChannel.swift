@@ -241,6 +241,59 @@ public final class IOChannel: Sendable {
         _ = self.state.scheduleWrite(offset: offset, data: data, queue: queue, handler: handler)
     }
 
+    /// Sends `length` bytes of the file open on `file`, from `offset`, to this channel's socket
+    /// or pipe without the bytes passing through user memory: the kernel moves the file's
+    /// pages through a pipe of the channel's (splice, two linked ring entries per chunk of up
+    /// to 1 MiB). It waits in line with the channel's writes, as a write of those bytes would.
+    ///
+    /// `handler` is called after each chunk but the last with `(false, remaining, nil)` — the
+    /// bytes not yet sent — and finally with `(true, 0, nil)`, or `(true, remaining, error)`:
+    /// ENODATA when the file ends before `offset + length` (every byte it had is sent
+    /// first); EPIPE or ECONNRESET when the peer is gone (never a SIGPIPE); ECANCELED when the
+    /// channel is stopped; EINVAL when the channel's descriptor is neither a socket nor a pipe,
+    /// or `file` cannot be spliced from (a socket, a directory). A non-blocking socket that
+    /// fills up is waited for (POLLOUT).
+    ///
+    /// The bytes are read from the file when they are sent, not when this is called: what the
+    /// file holds then goes out.
+    ///
+    /// - Parameters:
+    ///   - file: A descriptor open for reading on a regular file (or a block device). The
+    ///     channel does not own it: keep it open until the final call.
+    ///   - offset: Where in the file to start.
+    ///   - length: How many bytes; 0 completes at once with `(true, 0, nil)`.
+    ///   - queue: Where `handler` runs.
+    ///   - handler: `(done, remaining, error)`.
+    /// - Precondition: `offset >= 0`, `length >= 0`, and `offset + length` does not overflow.
+    public func write(
+        contentsOf file: FileDescriptor,
+        offset: Int64,
+        length: Int,
+        queue: some IOQueue,
+        handler: @escaping @Sendable (_ done: Bool, _ remaining: Int, _ error: Errno?) -> Void
+    ) {
+        Self.checkFileRange(offset: offset, length: length)
+        let progress = _SendProgress()
+        _ = self.state.scheduleFileSend(
+            file: file.rawValue,
+            offset: offset,
+            length: length,
+            queue: queue,
+            progress: progress
+        ) { done, _, error in
+            handler(done, progress.take() ?? length, error)
+        }
+    }
+
+    static func checkFileRange(offset: Int64, length: Int) {
+        precondition(offset >= 0, "IOChannel.write(contentsOf:offset: \(offset)): the offset must not be negative")
+        precondition(length >= 0, "IOChannel.write(contentsOf:length: \(length)): the length must not be negative")
+        precondition(
+            !offset.addingReportingOverflow(Int64(length)).overflow,
+            "IOChannel.write(contentsOf:offset: \(offset), length: \(length)): the range overflows"
+        )
+    }
+
     /// Runs `work` on the channel's queue (the one given at creation) once every operation
     /// scheduled before it on any channel of the same descriptor has finished; operations
     /// scheduled after it wait until `work` returns (R56). It is not synchronized with

@@ -206,6 +206,19 @@ internal class _Operation: RingOperationTarget {
         return self.entry.core.submit(request, target: self, context: tag)
     }
 
+    /// Submits two requests as a chain (`_RingCore.submitLinked`), with this operation as
+    /// the target of both.
+    final func submitLinked(
+        _ first: RingRequest,
+        tag firstTag: UInt64,
+        then second: RingRequest,
+        tag secondTag: UInt64
+    ) -> (first: UInt64, second: UInt64) {
+        self.entry.core.assertOnRingThread()
+        self.inFlight += 2
+        return self.entry.core.submitLinked(first, context: firstTag, then: second, context: secondTag, target: self)
+    }
+
     final func ringOperationCompleted(result: Int32, flags: CompletionFlags, context: UInt64) {
         self.entry.core.assertOnRingThread()
         if !flags.hasMore { self.inFlight -= 1 }

@@ -350,6 +350,28 @@ internal final class _RingCore: @unchecked Sendable {
         return userData
     }
 
+    /// Submits `first` and `second` as a chain (IOSQE_IO_LINK), both for `target`: `second`
+    /// starts once `first` has completed in full; a `first` that fails or comes up short
+    /// (fewer bytes than asked) ends `second` with ECANCELED. Returns both user data.
+    internal func submitLinked(
+        _ first: RingRequest,
+        context firstContext: UInt64,
+        then second: RingRequest,
+        context secondContext: UInt64,
+        target: any RingOperationTarget
+    ) -> (first: UInt64, second: UInt64) {
+        self.assertOnRingThread()
+        // Both in one submission: a chain cut by a flush between its entries is no chain.
+        self.ensureSubmissionSpace(2)
+        let firstUserData = self.occupySlot(kind: first.kind, target: target, context: firstContext)
+        let firstEntry = self.nextSQE()
+        first.prepare(firstEntry, userData: firstUserData)
+        firstEntry.pointee.flags |= CLiburing_IOSQE_IO_LINK
+        let secondUserData = self.occupySlot(kind: second.kind, target: target, context: secondContext)
+        second.prepare(self.nextSQE(), userData: secondUserData)
+        return (firstUserData, secondUserData)
+    }
+
     private func occupySlot(kind: OperationKind, target: any RingOperationTarget, context: UInt64) -> UInt64 {
         let slotIndex: UInt32
         if let free = self.freeSlots.popLast() {

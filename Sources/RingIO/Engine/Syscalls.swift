@@ -313,6 +313,10 @@ package enum RingRequest {
     case timeoutAt(spec: _KernelTimespec, realtime: Bool)
     /// Readiness of `fd` for the poll `events`, once.
     case poll(fd: CInt, events: UInt32)
+    /// Move `length` bytes from `input` (at `inputOffset`, -1: its position) to `output` (at
+    /// `outputOffset`, -1: its position) in the kernel; one side must be a pipe. io_uring runs
+    /// it on a worker thread (it cannot tell in advance whether it would block).
+    case splice(input: CInt, inputOffset: Int64, output: CInt, outputOffset: Int64, length: Int)
     /// Cancel the operation with this user data.
     case cancel(userData: UInt64)
     /// Cancel every operation of this ring.
@@ -331,6 +335,7 @@ package enum RingRequest {
         case .close: return .close
         case .timeout, .timeoutAt: return .timeout
         case .poll: return .poll
+        case .splice: return .splice
         case .cancel, .cancelAll: return .cancel
         }
     }
@@ -377,6 +382,8 @@ package enum RingRequest {
             )
         case .poll(let fd, let events):
             io_uring_prep_poll_add(sqe, fd, events)
+        case .splice(let input, let inputOffset, let output, let outputOffset, let length):
+            io_uring_prep_splice(sqe, input, inputOffset, output, outputOffset, UInt32(clamping: length), 0)
         case .cancel(let target):
             io_uring_prep_cancel64(sqe, target, 0)
         case .cancelAll:

@@ -54,4 +54,5 @@ package enum OperationKind: UInt8, CaseIterable {
     case timeout
     case poll
     case cancel
+    case splice
 }

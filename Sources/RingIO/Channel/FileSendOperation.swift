@@ -1,0 +1,292 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: sending a range of a file without the bytes entering user space.
+//===----------------------------------------------------------------------===//
+
+import CLiburing
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A pipe for splicing, owned by one channel (ring thread): the file's pages go into it and
+/// out of it to the channel's descriptor, by reference, never through user memory. Kept
+/// between sends while it is empty; closed with the channel.
+internal final class _SplicePipe {
+    let readEnd: CInt
+    let writeEnd: CInt
+    /// Bytes it holds at most (the pipe's size: 1 MiB when the system allows, else what it
+    /// has).
+    let capacity: Int
+
+    /// The largest size asked for: Linux's default `/proc/sys/fs/pipe-max-size`, and 16
+    /// chunks' worth of 64 KiB pages — a 1 MiB file goes out in one round.
+    static let preferredCapacity = 1 << 20
+
+    private init(readEnd: CInt, writeEnd: CInt, capacity: Int) {
+        self.readEnd = readEnd
+        self.writeEnd = writeEnd
+        self.capacity = capacity
+    }
+
+    /// A new pipe, close-on-exec, of up to `capacity` bytes (at least the system's default).
+    static func make(capacity: Int) throws(Errno) -> _SplicePipe {
+        var ends: (CInt, CInt) = (-1, -1)
+        let result = withUnsafeMutableBytes(of: &ends) {
+            CLiburing_pipe_cloexec($0.baseAddress!.assumingMemoryBound(to: CInt.self))
+        }
+        guard result == 0 else { throw Errno(rawValue: errno) }
+        // Growing it may fail (the user's pipe quota); the default size then serves, in more
+        // rounds.
+        if capacity > 65_536 {
+            _ = fcntl(ends.1, CLiburing_F_SETPIPE_SZ, CInt(clamping: capacity))
+        }
+        let size = fcntl(ends.1, CLiburing_F_GETPIPE_SZ)
+        return _SplicePipe(readEnd: ends.0, writeEnd: ends.1, capacity: size > 0 ? Int(size) : 65_536)
+    }
+
+    deinit {
+        _POSIX.close(self.readEnd)
+        _POSIX.close(self.writeEnd)
+    }
+}
+
+/// What the handler of a file send is told about each call: the bytes not yet sent, in call
+/// order. The ring pushes a value with each call; the handler wrapper takes them in the same
+/// order (one drainer at a time runs an operation's calls, in order).
+internal final class _SendProgress: Sendable {
+    private let remaining = _Lock<[Int]>([])
+
+    func push(_ value: Int) { self.remaining.withLock { $0.append(value) } }
+
+    /// The oldest value not yet taken; `nil` for a call made without one (an operation that
+    /// never reached its ring).
+    func take() -> Int? {
+        self.remaining.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+    }
+}
+
+/// A send of `length` bytes of a file, from `offset`, to a stream channel's socket or pipe
+/// (``IOChannel/write(contentsOf:offset:length:queue:handler:)``): in the channel's write lane,
+/// ordered with its writes.
+///
+/// Each round splices a chunk of at most the pipe's capacity from the file into the channel's
+/// pipe and, linked, from the pipe to the descriptor: two entries, one submission, the bytes
+/// never copied into user memory. A chunk the file cut short (it ended) or the descriptor
+/// took only in part (a non-blocking socket that filled up: wait for POLLOUT) is drained from
+/// the pipe before the next; a file that ends before `offset + length` ends the send with
+/// ENODATA once every byte it had is sent.
+internal final class _FileSendOperation: _Operation, @unchecked Sendable {
+    // @unchecked: as `_Operation` (its own variables are ring-thread only).
+    private let source: CInt
+    private let length: Int
+    private let progress: _SendProgress?
+    /// Bytes the descriptor took.
+    private var sent = 0
+    /// Bytes spliced from the file into the pipe (so `filled - sent` wait in the pipe).
+    private var filled = 0
+    private var pipe: _SplicePipe?
+    /// The syscalls in flight and their user data, to cancel them.
+    private var fillInFlight: UInt64?
+    private var drainInFlight: UInt64?
+    private var pollInFlight: UInt64?
+    /// The file ended before the range did.
+    private var fileEnded = false
+    /// The send failed: it ends once nothing is in flight.
+    private var failure: Errno?
+
+    private enum SendTag {
+        static let fill: UInt64 = 0
+        static let drain: UInt64 = 1
+        static let poll: UInt64 = 2
+    }
+
+    init(
+        channel: _ChannelState,
+        entry: _DescriptorEntry,
+        queue: any IOQueue,
+        source: CInt,
+        offset: Int64,
+        length: Int,
+        progress: _SendProgress?,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) {
+        self.source = source
+        self.length = length
+        self.progress = progress
+        super.init(
+            channel: channel,
+            entry: entry,
+            queue: queue,
+            offset: offset,
+            lane: _Operation.lane(kind: channel.kind, entry: entry, isRead: false),
+            handler: handler
+        )
+    }
+
+    private var remaining: Int { self.length - self.sent }
+
+    /// A handler call, with what is left to send for the handler.
+    private func report(done: Bool, error: Errno?) {
+        if self.awaiting == nil { self.progress?.push(self.remaining) }
+        self.deliver(done: done, data: nil, error: error)
+    }
+
+    override var completesAtOnce: Bool { self.length == 0 }
+
+    override func completeAtOnce() {
+        self.entry.core.assertOnRingThread()
+        self.isFinished = true
+        self.report(done: true, error: nil)
+    }
+
+    override func finalCall(error: Errno) {
+        self.entry.core.assertOnRingThread()
+        self.report(done: true, error: error)
+    }
+
+    override func begin() {
+        self.entry.core.assertOnRingThread()
+        self.started = true
+        guard self.entry.type == .socket || self.entry.type == .fifo else {
+            self.terminate(.invalidArgument)  // splice needs a socket or a pipe to write to
+            return
+        }
+        if let pipe = self.channel.splicePipe.take() {
+            self.pipe = pipe
+        } else {
+            do throws(Errno) {
+                self.pipe = try _SplicePipe.make(capacity: min(self.length, _SplicePipe.preferredCapacity))
+            } catch {
+                self.terminate(error)
+                return
+            }
+        }
+        self.fill()
+    }
+
+    /// The next round: a chunk from the file into the (empty) pipe, and on to the descriptor.
+    private func fill() {
+        let pipe = self.pipe!
+        let chunk = min(self.length - self.filled, pipe.capacity)
+        let (fill, drain) = self.submitLinked(
+            .splice(
+                input: self.source,
+                inputOffset: self.offset + Int64(self.filled),
+                output: pipe.writeEnd,
+                outputOffset: -1,
+                length: chunk
+            ),
+            tag: Tag.io + SendTag.fill,
+            then: .splice(input: pipe.readEnd, inputOffset: -1, output: self.entry.fd, outputOffset: -1, length: chunk),
+            tag: Tag.io + SendTag.drain
+        )
+        self.fillInFlight = fill
+        self.drainInFlight = drain
+    }
+
+    /// What waits in the pipe, to the descriptor.
+    private func drain() {
+        let pipe = self.pipe!
+        self.drainInFlight = self.submit(
+            .splice(
+                input: pipe.readEnd,
+                inputOffset: -1,
+                output: self.entry.fd,
+                outputOffset: -1,
+                length: self.filled - self.sent
+            ),
+            tag: Tag.io + SendTag.drain
+        )
+    }
+
+    override func completed(result: Int32, flags: CompletionFlags, context: UInt64) {
+        self.entry.core.assertOnRingThread()
+        switch context {
+        case Tag.io + SendTag.fill:
+            self.fillInFlight = nil
+            if result > 0 {
+                self.filled += Int(result)
+            } else if result == 0 {
+                self.fileEnded = true
+            } else {
+                self.fail(result)
+            }
+        case Tag.io + SendTag.drain:
+            self.drainInFlight = nil
+            if result > 0 {
+                self.sent += Int(result)
+            } else if result == -EAGAIN {
+                // A non-blocking descriptor that is full: on when it takes bytes again.
+                self.pollInFlight = self.submit(
+                    .poll(fd: self.entry.fd, events: UInt32(POLLOUT)),
+                    tag: Tag.io + SendTag.poll
+                )
+            } else if result == -ECANCELED {
+                // A chain the fill cut short (what it filled goes out next), or a stop.
+            } else {
+                self.fail(result == 0 ? -EIO : result)  // 0: no progress, refuse to spin
+            }
+        default:  // poll
+            self.pollInFlight = nil
+            if result < 0 && result != -ECANCELED { self.fail(result) }
+        }
+        self.advance()
+    }
+
+    private func fail(_ result: Int32) {
+        if self.failure == nil { self.failure = result == -EBADF ? .badFileDescriptor : Errno(rawValue: -result) }
+    }
+
+    /// With nothing in flight: the next step.
+    private func advance() {
+        guard self.fillInFlight == nil, self.drainInFlight == nil, self.pollInFlight == nil, !self.isFinished else {
+            return
+        }
+        if let error = self.failure {
+            self.end(error)
+        } else if self.sent == self.length {
+            // Empty again: the channel keeps it for its next send.
+            if !self.channel.done { self.channel.splicePipe = self.pipe.take() }
+            self.report(done: true, error: nil)
+            self.finish()
+        } else if self.filled > self.sent {
+            self.drain()
+        } else if self.fileEnded {
+            self.end(.noData)
+        } else {
+            if self.sent > 0 { self.report(done: false, error: nil) }
+            self.fill()
+        }
+    }
+
+    /// Ends with `error`: what is left in the pipe is lost with it (the pipe is closed).
+    private func end(_ error: Errno) {
+        guard !self.isFinished else { return }
+        self.pipe = nil
+        self.finalCall(error: error)
+        self.finish()
+    }
+
+    override func terminate(_ error: Errno) {
+        self.entry.core.assertOnRingThread()
+        guard !self.isFinished else { return }
+        let inFlight = [self.fillInFlight, self.drainInFlight, self.pollInFlight].compactMap { $0 }
+        guard !inFlight.isEmpty else {
+            self.pipe = nil
+            super.terminate(error)
+            return
+        }
+        // Cancel them and end when they have returned (the bytes they moved count).
+        if self.failure == nil {
+            self.failure = error
+            for userData in inFlight { self.submit(.cancel(userData: userData), tag: Tag.ignore) }
+        }
+    }
+
+    override func tick() {
+        self.entry.core.assertOnRingThread()
+        if self.strictInterval && self.started { self.report(done: false, error: nil) }
+    }
+}
