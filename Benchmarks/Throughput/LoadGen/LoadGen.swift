@@ -19,7 +19,9 @@ struct LoadGen: ParsableCommand {
 
             pingpong: --depth messages of --size bytes in flight per connection (1: ping-pong).
             stream:   --size-byte writes while less than --stream-window bytes are unechoed.
-            http:     --depth GET requests for --http-path in flight per connection (1: keep-alive).
+            http:     --depth GET requests for --http-path in flight per connection (1: keep-alive); \
+            every response must be 200 with a Content-Length, and its body --expect-body or \
+            --expect-body-pattern when given (length and every byte).
             idle:     open --connections connections, one --size-byte round trip on each, wait 0.5 s, \
             and report the servers' resident memory before and after.
 
@@ -62,6 +64,14 @@ struct LoadGen: ParsableCommand {
     @Option(help: "The body every HTTP response must have (default: any).")
     var expectBody: String?
 
+    @Option(
+        help: """
+            The body every HTTP response must have: this many bytes of the static-file pattern \
+            (each 8-byte little-endian word its own offset XOR a constant, as throughput writes its files).
+            """
+    )
+    var expectBodyPattern: Int?
+
     @Option(help: "Streaming: the most bytes sent and not yet echoed, per connection.")
     var streamWindow = 256 * 1024
 
@@ -75,6 +85,12 @@ struct LoadGen: ParsableCommand {
         guard (1...4_096).contains(self.depth) else { throw ValidationError("--depth must be in 1...4096") }
         guard self.warmup >= 0, self.duration > 0 else {
             throw ValidationError("--warmup must not be negative, --duration must be positive")
+        }
+        if let expectBodyPattern {
+            guard expectBodyPattern >= 0 else { throw ValidationError("--expect-body-pattern must not be negative") }
+            guard self.expectBody == nil else {
+                throw ValidationError("--expect-body and --expect-body-pattern are exclusive")
+            }
         }
         guard self.streamWindow >= 1 else { throw ValidationError("--stream-window must be at least 1") }
         guard self.httpPath.hasPrefix("/"), !self.httpPath.contains(where: { $0 == " " || $0.isNewline }) else {
@@ -110,6 +126,7 @@ struct LoadGen: ParsableCommand {
             streamWindow: self.streamWindow,
             request: Array(request.utf8),
             expectedBody: self.expectBody.map { Array($0.utf8) }
+                ?? self.expectBodyPattern.map { StaticFilePattern.bytes(count: $0) }
         )
     }
 

@@ -18,6 +18,8 @@ struct HarnessOptions {
     var workloads: Set<String>? = nil
     var scratch: String
     var nginx: String?
+    /// nginx's `open_file_cache` in the static-file group (`--nginx-open-file-cache`).
+    var nginxOpenFileCache = false
     var wrk: String?
     var fio: String?
 }
@@ -48,6 +50,12 @@ final class Harness {
         if options.groups.contains(.http) {
             for workload in Self.selected(Plan.httpWorkloads(wrk: options.wrk != nil), options) {
                 total += workload.servers(of: Plan.httpServers(nginx: options.nginx)).count * repeats
+            }
+        }
+        if options.groups.contains(.staticFiles) {
+            let servers = Plan.staticServers(nginx: options.nginx, openFileCache: options.nginxOpenFileCache)
+            for workload in Self.selected(Plan.staticFileWorkloads(wrk: options.wrk != nil), options) {
+                total += workload.servers(of: servers).count * repeats
             }
         }
         if options.groups.contains(.file), options.workloads?.contains(Plan.fileWorkload.key) ?? true {
@@ -81,6 +89,32 @@ final class Harness {
                 .http,
                 servers: Plan.httpServers(nginx: self.options.nginx),
                 workloads: Self.selected(Plan.httpWorkloads(wrk: self.options.wrk != nil), self.options)
+            )
+        }
+        if self.options.groups.contains(.staticFiles) {
+            let workloads = Self.selected(Plan.staticFileWorkloads(wrk: self.options.wrk != nil), self.options)
+            if !workloads.isEmpty {
+                if self.options.nginx == nil {
+                    self.notes.append("nginx is not installed: the static-file rows have no nginx.")
+                } else {
+                    let cache =
+                        self.options.nginxOpenFileCache
+                        ? "on (--nginx-open-file-cache)."
+                        : "off (nginx's default; --nginx-open-file-cache turns it on)."
+                    self.notes.append(
+                        "Static files: SwiftNIO's and Hummingbird's baselines serve no files, so they have no rows; "
+                            + "nginx with `sendfile on; tcp_nopush on;`, open_file_cache \(cache)"
+                    )
+                }
+                if self.options.wrk == nil {
+                    self.notes.append("wrk is not installed: the static-file rows are the load generator's.")
+                }
+                try StaticFiles.write(scratch: self.options.scratch)
+            }
+            try self.runServerGroup(
+                .staticFiles,
+                servers: Plan.staticServers(nginx: self.options.nginx, openFileCache: self.options.nginxOpenFileCache),
+                workloads: workloads
             )
         }
         if self.options.groups.contains(.file), self.options.workloads?.contains(Plan.fileWorkload.key) ?? true {
@@ -158,47 +192,120 @@ final class Harness {
     private func measure(_ workload: Workload, on server: RunningServer, repetition: Int) throws -> Sample {
         switch workload.kind {
         case .loadgen(let mode, let connections, let size, let depth):
-            var arguments = [
-                self.binaries.path("loadgen"), "--port", "\(server.port)", "--mode", mode,
-                "--connections", "\(connections)", "--size", "\(size)", "--depth", "\(depth)",
-                "--warmup", "\(self.options.timing.warmup)", "--duration", "\(self.options.timing.duration)",
-            ]
-            for pid in server.pids { arguments += ["--server-pid", "\(pid)"] }
-            if mode == "http" { arguments += ["--expect-body", "Hello, World!"] }
-            let output = try runToCompletion(
-                arguments,
-                cpu: self.options.clientCPU,
-                timeout: self.options.timing.warmup + self.options.timing.duration + 30,
-                logDirectory: self.options.scratch
+            var extra: [String] = []
+            if mode == "http" { extra = ["--expect-body", "Hello, World!"] }
+            let report = try self.runLoadgen(
+                server,
+                mode: mode,
+                connections: connections,
+                size: size,
+                depth: depth,
+                extra: extra,
+                warmup: self.options.timing.warmup,
+                duration: self.options.timing.duration
             )
-            let report = try JSONDecoder().decode(LoadReport.self, from: Data(output.utf8))
-            guard report.operations > 0, report.seconds > 0 else {
-                throw HarnessError("no operation completed in the measured window")
-            }
-            return Sample(
-                repetition: repetition,
-                operationsPerSecond: Double(report.operations) / report.seconds,
-                megabytesPerSecond: Double(report.bytes) / report.seconds / 1e6,
-                serverCPU: report.serverCPUSeconds.map { $0 / Double(report.operations) * 1e6 },
-                latency: report.latency,
-                clientBusy: report.clientCPUSeconds / report.seconds
-            )
+            return Self.sample(report, repetition: repetition)
         case .wrk(let connections):
-            return try self.measureWithWrk(server, connections: connections, repetition: repetition)
+            return try self.measureWithWrk(
+                server,
+                connections: connections,
+                path: "/",
+                bodyBytes: 13,
+                repetition: repetition
+            )
+        case .staticFile(let file, let bytes, let connections):
+            // Every body checked, length and bytes: the whole measurement without wrk, else the
+            // warm-up before it (wrk reads Content-Length but never compares a byte).
+            let checked = { (warmup: Double, duration: Double) in
+                try self.runLoadgen(
+                    server,
+                    mode: "http",
+                    connections: connections,
+                    size: 0,
+                    depth: 1,
+                    extra: ["--http-path", "/\(file)", "--expect-body-pattern", "\(bytes)"],
+                    warmup: warmup,
+                    duration: duration
+                )
+            }
+            guard self.options.wrk != nil else {
+                return Self.sample(
+                    try checked(self.options.timing.warmup, self.options.timing.duration),
+                    repetition: repetition
+                )
+            }
+            _ = try checked(0, max(0.2, self.options.timing.warmup))
+            return try self.measureWithWrk(
+                server,
+                connections: connections,
+                path: "/\(file)",
+                bodyBytes: bytes,
+                repetition: repetition
+            )
         case .file:
             preconditionFailure("file reads are not server workloads")
         }
     }
 
-    /// wrk, one thread, keep-alive GET /, for the window's length rounded up to whole seconds
-    /// (wrk's unit); the server's CPU is read around the whole wrk run.
-    private func measureWithWrk(_ server: RunningServer, connections: Int, repetition: Int) throws -> Sample {
+    /// The load generator against `server`, pinned to the client CPU, with the server's
+    /// processes for its CPU figure; its report, with at least one operation in the window.
+    private func runLoadgen(
+        _ server: RunningServer,
+        mode: String,
+        connections: Int,
+        size: Int,
+        depth: Int,
+        extra: [String],
+        warmup: Double,
+        duration: Double
+    ) throws -> LoadReport {
+        var arguments = [
+            self.binaries.path("loadgen"), "--port", "\(server.port)", "--mode", mode,
+            "--connections", "\(connections)", "--size", "\(size)", "--depth", "\(depth)",
+            "--warmup", "\(warmup)", "--duration", "\(duration)",
+        ]
+        for pid in server.pids { arguments += ["--server-pid", "\(pid)"] }
+        arguments += extra
+        let output = try runToCompletion(
+            arguments,
+            cpu: self.options.clientCPU,
+            timeout: warmup + duration + 30,
+            logDirectory: self.options.scratch
+        )
+        let report = try JSONDecoder().decode(LoadReport.self, from: Data(output.utf8))
+        guard report.operations > 0, report.seconds > 0 else {
+            throw HarnessError("no operation completed in the measured window")
+        }
+        return report
+    }
+
+    private static func sample(_ report: LoadReport, repetition: Int) -> Sample {
+        Sample(
+            repetition: repetition,
+            operationsPerSecond: Double(report.operations) / report.seconds,
+            megabytesPerSecond: Double(report.bytes) / report.seconds / 1e6,
+            serverCPU: report.serverCPUSeconds.map { $0 / Double(report.operations) * 1e6 },
+            latency: report.latency,
+            clientBusy: report.clientCPUSeconds / report.seconds
+        )
+    }
+
+    /// wrk, one thread, keep-alive GET `path`, for the window's length rounded up to whole seconds
+    /// (wrk's unit); the server's CPU is read around the whole wrk run. MB/s counts `bodyBytes`
+    /// per request (the bodies, not the headers).
+    private func measureWithWrk(
+        _ server: RunningServer,
+        connections: Int,
+        path: String,
+        bodyBytes: Int,
+        repetition: Int
+    ) throws -> Sample {
         let seconds = max(1, Int(self.options.timing.duration.rounded(.up)))
         let cpuBefore = ProcessStats.cpuSeconds(server.pids)
         let output = try runToCompletion(
             [
                 self.options.wrk!, "-t1", "-c\(connections)", "-d\(seconds)s", "--latency",
-                "http://127.0.0.1:\(server.port)/",
+                "http://127.0.0.1:\(server.port)\(path)",
             ],
             cpu: self.options.clientCPU,
             timeout: Double(seconds) + 30,
@@ -209,7 +316,7 @@ final class Harness {
         return Sample(
             repetition: repetition,
             operationsPerSecond: parsed.requestsPerSecond,
-            megabytesPerSecond: parsed.requestsPerSecond * 13 / 1e6,
+            megabytesPerSecond: parsed.requestsPerSecond * Double(bodyBytes) / 1e6,
             serverCPU: cpu / Double(parsed.requests) * 1e6,
             latency: parsed.latency,
             clientBusy: nil

@@ -2,6 +2,9 @@
 // RingIO — throughput comparison: what is measured, against whom, for how long.
 //===----------------------------------------------------------------------===//
 
+import Foundation
+import ThroughputSupport
+
 /// A server under comparison.
 struct ServerSpec: Sendable {
     /// Short key, used in JSON and on the command line (`--servers`).
@@ -26,6 +29,8 @@ struct Binaries: Sendable {
 
 enum WorkloadGroup: String, Codable, Sendable {
     case echo, http, file
+    /// Static files over HTTP (`--only static`): RingIO's http-server with `--root` beside nginx.
+    case staticFiles = "static"
 }
 
 /// How a workload loads a server.
@@ -34,6 +39,11 @@ enum WorkloadKind: Sendable {
     case loadgen(mode: String, connections: Int, size: Int, depth: Int)
     /// wrk, keep-alive GET /, one thread.
     case wrk(connections: Int)
+    /// A keep-alive GET of `/<file>`, a file of `bytes` bytes of ``StaticFilePattern`` in the
+    /// document root: measured by wrk (one thread) after a checked load generator run (every
+    /// body's length and bytes) that doubles as the warm-up; without wrk, by the load generator
+    /// alone, checking every body.
+    case staticFile(file: String, bytes: Int, connections: Int)
     /// A whole warm-cache file read.
     case file
 }
@@ -181,6 +191,50 @@ enum Plan {
         return servers
     }
 
+    /// The static-file servers, serving `<scratch>/static` (``StaticFiles/directory(scratch:)``):
+    /// RingIO's http-server as in the HTTP group, and nginx with `sendfile on` (its
+    /// `open_file_cache` only when `openFileCache`). SwiftNIO and Hummingbird have no file
+    /// serving in their baselines here: they are not in this group.
+    static func staticServers(nginx: String?, openFileCache: Bool) -> [ServerSpec] {
+        var servers = [
+            ServerSpec(key: "ringio", name: "RingIO") { binaries, port, scratch in
+                [
+                    binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers",
+                    "--root", StaticFiles.directory(scratch: scratch),
+                ]
+            },
+            ServerSpec(key: "ringio-async", name: "RingIO async") { binaries, port, scratch in
+                [
+                    binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "async",
+                    "--root", StaticFiles.directory(scratch: scratch),
+                ]
+            },
+        ]
+        if let nginx {
+            servers.append(
+                ServerSpec(
+                    key: "nginx",
+                    name: openFileCache ? "nginx (open_file_cache)" : "nginx",
+                    arguments: { _, _, scratch in
+                        [
+                            nginx, "-p", "\(scratch)/nginx-static", "-e", "\(scratch)/nginx-static/error.log", "-c",
+                            "\(scratch)/nginx-static/nginx.conf",
+                        ]
+                    },
+                    prepare: { port, scratch in
+                        try NginxConfiguration.writeStatic(
+                            port: port,
+                            directory: "\(scratch)/nginx-static",
+                            root: StaticFiles.directory(scratch: scratch),
+                            openFileCache: openFileCache
+                        )
+                    }
+                )
+            )
+        }
+        return servers
+    }
+
     /// The file readers are not servers; they reuse the type for their names.
     static func fileReaders(fio: String?) -> [ServerSpec] {
         var readers = [
@@ -277,6 +331,22 @@ enum Plan {
         return workloads
     }
 
+    /// A 16 KiB and a 1 MiB file, keep-alive, 16 connections (issue 15's measurement: `wrk -t1
+    /// -c16`); by the load generator when wrk is missing.
+    static func staticFileWorkloads(wrk: Bool) -> [Workload] {
+        let client = wrk ? "wrk -t1 -c16" : "16 connections"
+        return StaticFiles.all.map { file in
+            Workload(
+                key: file.workload,
+                title: "Static file \(file.label), keep-alive GET, \(client)",
+                group: .staticFiles,
+                kind: .staticFile(file: file.name, bytes: file.bytes, connections: 16),
+                primary: .operations,
+                operation: "request"
+            )
+        }
+    }
+
     static let fileWorkload = Workload(
         key: "file-read",
         title: "File read, warm cache",
@@ -287,27 +357,42 @@ enum Plan {
     )
 }
 
-/// nginx with one worker answering every request with 200 "Hello, World!" (as the other HTTP
-/// servers), no access log, keep-alive without a request limit.
+/// The static-file workloads' files: their names, sizes and workloads.
+enum StaticFiles {
+    struct File {
+        var workload: String
+        var name: String
+        var bytes: Int
+        var label: String
+    }
+
+    static let all = [
+        File(workload: "http-file-16k", name: "file-16KiB.bin", bytes: 16 << 10, label: "16 KiB"),
+        File(workload: "http-file-1m", name: "file-1MiB.bin", bytes: 1 << 20, label: "1 MiB"),
+    ]
+
+    /// The document root the static servers serve.
+    static func directory(scratch: String) -> String { "\(scratch)/static" }
+
+    /// Writes every file (``StaticFilePattern``) into the document root.
+    static func write(scratch: String) throws {
+        let directory = Self.directory(scratch: scratch)
+        try makeDirectory(directory)
+        for file in Self.all {
+            let bytes = StaticFilePattern.bytes(count: file.bytes)
+            guard FileManager.default.createFile(atPath: "\(directory)/\(file.name)", contents: Data(bytes)) else {
+                throw HarnessError("cannot write \(directory)/\(file.name)")
+            }
+        }
+    }
+}
+
+/// nginx with one worker, no access log, keep-alive without a request limit: answering every
+/// request with 200 "Hello, World!" (as the other HTTP servers), or serving static files.
 enum NginxConfiguration {
     static func write(port: Int, directory: String) throws {
         let text = """
-            worker_processes 1;
-            daemon off;
-            pid \(directory)/nginx.pid;
-            error_log \(directory)/error.log warn;
-            worker_rlimit_nofile 65536;
-            events { worker_connections 20000; }
-            http {
-                access_log off;
-                server_tokens on;
-                keepalive_requests 100000000;
-                keepalive_timeout 300s;
-                client_body_temp_path \(directory)/body;
-                proxy_temp_path \(directory)/proxy;
-                fastcgi_temp_path \(directory)/fastcgi;
-                uwsgi_temp_path \(directory)/uwsgi;
-                scgi_temp_path \(directory)/scgi;
+            \(self.head(directory: directory))
                 server {
                     listen 127.0.0.1:\(port) backlog=4096;
                     location / {
@@ -320,5 +405,54 @@ enum NginxConfiguration {
             """
         try makeDirectory(directory)
         try writeFile("\(directory)/nginx.conf", text)
+    }
+
+    /// A typical static configuration: `sendfile on`, `tcp_nopush on`, files under `root`;
+    /// `open_file_cache` (descriptors, sizes and modification times kept, revalidated every
+    /// 60 s) only when `openFileCache`: nginx leaves it off by default.
+    static func writeStatic(port: Int, directory: String, root: String, openFileCache: Bool) throws {
+        let cache =
+            openFileCache
+            ? "open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s; open_file_cache_errors on;"
+            : "open_file_cache off;"
+        let text = """
+            \(self.head(directory: directory))
+                sendfile on;
+                tcp_nopush on;
+                default_type application/octet-stream;
+                \(cache)
+                server {
+                    listen 127.0.0.1:\(port) backlog=4096;
+                    root \(root);
+                    location / {
+                    }
+                }
+            }
+
+            """
+        try makeDirectory(directory)
+        try writeFile("\(directory)/nginx.conf", text)
+    }
+
+    /// Everything up to the `server` block, the `http` block left open.
+    private static func head(directory: String) -> String {
+        """
+        worker_processes 1;
+        daemon off;
+        pid \(directory)/nginx.pid;
+        error_log \(directory)/error.log warn;
+        worker_rlimit_nofile 65536;
+        events { worker_connections 20000; }
+        http {
+            access_log off;
+            server_tokens on;
+            keepalive_requests 100000000;
+            keepalive_timeout 300s;
+            client_body_temp_path \(directory)/body;
+            proxy_temp_path \(directory)/proxy;
+            fastcgi_temp_path \(directory)/fastcgi;
+            uwsgi_temp_path \(directory)/uwsgi;
+            scgi_temp_path \(directory)/scgi;
+        """
     }
 }

@@ -160,6 +160,21 @@ extension RunReport {
             { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
             { $0 >= 3 }
         )
+        // Issue 15: files to sockets at nginx's speed (nginx: sendfile on, one worker).
+        for file in StaticFiles.all {
+            add(
+                "Static file \(file.label), keep-alive: RingIO ≥ 1.0× nginx's requests/s (one worker, sendfile)",
+                self.ratio(file.workload, "nginx", cpu: false).map { 1 / $0 },
+                { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
+                { $0 >= 1.0 }
+            )
+            add(
+                "Static file \(file.label), keep-alive: RingIO's server CPU per request ≤ 1.0× nginx's",
+                self.ratio(file.workload, "nginx", cpu: true).map { 1 / $0 },
+                { "RingIO uses \(Format.ratio($0)) nginx's CPU" },
+                { $0 <= 1.0 }
+            )
+        }
         add(
             "File read, warm cache: RingIO ≥ 0.9× fio io_uring's MB/s",
             self.ratio("file-read", "fio", cpu: false).map { 1 / $0 },
@@ -226,8 +241,9 @@ extension RunReport {
             }
         }
         text += "\n## Memory\n\n"
-        text += "| server | peak resident, echo workloads | peak resident, HTTP workloads | per idle connection |\n"
-        text += "|---|---|---|---|\n"
+        text +=
+            "| server | peak resident, echo workloads | peak resident, HTTP workloads | peak resident, static files | per idle connection |\n"
+        text += "|---|---|---|---|---|\n"
         var names: [(String, String)] = []
         for entry in self.memory where !names.contains(where: { $0.0 == entry.key }) {
             names.append((entry.key, entry.name))
@@ -235,14 +251,17 @@ extension RunReport {
         for (key, name) in names {
             let echo = self.memory.first { $0.key == key && $0.group == .echo }
             let http = self.memory.first { $0.key == key && $0.group == .http }
+            let files = self.memory.first { $0.key == key && $0.group == .staticFiles }
             let idle: String
             if let perConnection = echo?.idleBytesPerConnection, let count = echo?.idleConnections {
                 idle = "\(Format.bytes(perConnection)) (\(Format.grouped(Double(count))) open)"
             } else {
                 idle = echo?.failure.map { "failed: \(Self.oneLine($0))" } ?? "–"
             }
-            text +=
-                "| \(name) | \(echo?.peakResidentBytes.map { Format.bytes(Double($0)) } ?? "–") | \(http?.peakResidentBytes.map { Format.bytes(Double($0)) } ?? "–") | \(idle) |\n"
+            let peaks = [echo, http, files].map { entry in
+                entry?.peakResidentBytes.map { Format.bytes(Double($0)) } ?? "–"
+            }
+            text += "| \(name) | \(peaks.joined(separator: " | ")) | \(idle) |\n"
         }
         text += """
 

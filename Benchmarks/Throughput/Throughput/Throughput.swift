@@ -19,17 +19,17 @@ struct Throughput: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "throughput",
         abstract:
-            "RingIO's servers and file reads beside SwiftNIO, Hummingbird, Dispatch, a C liburing server, nginx and fio.",
+            "RingIO's servers (echo, HTTP, static files) and file reads beside SwiftNIO, Hummingbird, Dispatch, a C liburing server, nginx and fio.",
         discussion: """
             Starts every server pinned to one CPU and the load generator (or wrk, fio) on another, \
             runs each workload on the servers in turn (A B C A B C …), repeats, and writes a table of \
             medians with min–max and ratios to RingIO (Markdown, JSON, an SVG chart) to the output \
-            folder. Full run: about 15 minutes; --quick: about 2.5; --smoke: proves every piece works.
+            folder. Full run: about 17 minutes; --quick: about 3; --smoke: proves every piece works.
             nginx, wrk and fio join when installed (apt-get install -y nginx wrk fio).
             """
     )
 
-    @Flag(help: "Two short repetitions (about 2.5 minutes).")
+    @Flag(help: "Two short repetitions (about 3 minutes).")
     var quick = false
 
     @Flag(help: "One very short repetition, a 64 MiB file, 500 idle connections: checks the harness (CI).")
@@ -47,17 +47,20 @@ struct Throughput: ParsableCommand {
     @Option(help: "Idle connections for the memory figure (overrides the timing's).")
     var idleConnections: Int?
 
-    @Option(help: "Which groups to run, comma-separated: echo, http, file.")
-    var only: String = "echo,http,file"
+    @Option(help: "Which groups to run, comma-separated: echo, http, static (static files over HTTP), file.")
+    var only: String = "echo,http,static,file"
 
     @Option(
         help: """
             Which workloads of those groups to run, comma-separated keys (echo-64B, echo-64B-interval, \
             echo-4KiB, echo-64KiB, echo-64B-pipelined, echo-stream, http-hello, http-pipelined, \
-            http-hello-wrk, file-read); default: all. Idle connections are then not measured.
+            http-hello-wrk, http-file-16k, http-file-1m, file-read); default: all. Idle connections are then not measured.
             """
     )
     var workloads: String?
+
+    @Flag(help: "Static files: turn nginx's open_file_cache on (off by default, as nginx ships).")
+    var nginxOpenFileCache = false
 
     @Option(help: "The CPU the servers (and file readers) are pinned to.")
     var serverCPU = 0
@@ -74,14 +77,17 @@ struct Throughput: ParsableCommand {
     mutating func validate() throws {
         if self.quick && self.smoke { throw ValidationError("--quick and --smoke are exclusive") }
         for group in self.only.split(separator: ",") where WorkloadGroup(rawValue: String(group)) == nil {
-            throw ValidationError("--only: unknown group '\(group)' (echo, http, file)")
+            throw ValidationError("--only: unknown group '\(group)' (echo, http, static, file)")
         }
         let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         for cpu in [self.serverCPU, self.clientCPU] where cpu < 0 || cpu >= cpus {
             throw ValidationError("CPU \(cpu) does not exist (this machine has \(cpus))")
         }
         if let workloads {
-            let known = Set((Plan.echoWorkloads + Plan.httpWorkloads(wrk: true) + [Plan.fileWorkload]).map(\.key))
+            let all =
+                Plan.echoWorkloads + Plan.httpWorkloads(wrk: true) + Plan.staticFileWorkloads(wrk: true)
+                + [Plan.fileWorkload]
+            let known = Set(all.map(\.key))
             for key in workloads.split(separator: ",") where !known.contains(String(key)) {
                 throw ValidationError("--workloads: unknown workload '\(key)'")
             }
@@ -121,6 +127,7 @@ struct Throughput: ParsableCommand {
             workloads: self.workloads.map { Set($0.split(separator: ",").map(String.init)) },
             scratch: scratch,
             nginx: findExecutable("nginx"),
+            nginxOpenFileCache: self.nginxOpenFileCache,
             wrk: findExecutable("wrk"),
             fio: findExecutable("fio")
         )
