@@ -143,9 +143,13 @@ func runToCompletion(
     killer.cancel()
     guard process.terminationReason == .exit, process.terminationStatus == 0 else {
         let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-        let tail = log.split(separator: "\n").suffix(6).joined(separator: "\n    ")
+        let lines = log.split(separator: "\n")
+        // The last line first (the reason, for the table's one-line cell), then the command.
+        let reason = lines.last.map(String.init) ?? "no message"
+        let tail = lines.suffix(6).joined(separator: "\n    ")
         throw HarnessError(
-            "\(name) failed (status \(process.terminationStatus)): \(arguments.joined(separator: " "))\n    \(tail)"
+            "\(name) failed (status \(process.terminationStatus)): \(reason)\n    "
+                + "\(arguments.joined(separator: " "))\n    \(tail)"
         )
     }
     return String(decoding: output, as: UTF8.self)
