@@ -291,8 +291,9 @@ final class Harness {
     }
 
     /// wrk, one thread, keep-alive GET `path`, for the window's length rounded up to whole seconds
-    /// (wrk's unit); the server's CPU is read around the whole wrk run. MB/s counts `bodyBytes`
-    /// per request (the bodies, not the headers).
+    /// (wrk's unit); the server's CPU is read around the whole wrk run, and wrk's own (its core
+    /// busy near 100%: the rate is wrk's limit). MB/s counts `bodyBytes` per request (the bodies,
+    /// not the headers).
     private func measureWithWrk(
         _ server: RunningServer,
         connections: Int,
@@ -302,6 +303,7 @@ final class Harness {
     ) throws -> Sample {
         let seconds = max(1, Int(self.options.timing.duration.rounded(.up)))
         let cpuBefore = ProcessStats.cpuSeconds(server.pids)
+        let clientBefore = childrenCPUSeconds()
         let output = try runToCompletion(
             [
                 self.options.wrk!, "-t1", "-c\(connections)", "-d\(seconds)s", "--latency",
@@ -312,6 +314,8 @@ final class Harness {
             logDirectory: self.options.scratch
         )
         let cpu = ProcessStats.cpuSeconds(server.pids) - cpuBefore
+        // wrk, the one child that ended in between (the servers run on).
+        let clientCPU = childrenCPUSeconds() - clientBefore
         let parsed = try WrkOutput(output)
         return Sample(
             repetition: repetition,
@@ -319,7 +323,7 @@ final class Harness {
             megabytesPerSecond: parsed.requestsPerSecond * Double(bodyBytes) / 1e6,
             serverCPU: cpu / Double(parsed.requests) * 1e6,
             latency: parsed.latency,
-            clientBusy: nil
+            clientBusy: clientCPU / Double(seconds)
         )
     }
 

@@ -109,6 +109,17 @@ public func ownCPUSeconds() -> Double {
     return user + system
 }
 
+/// The CPU time (all threads) of this process's children that have ended and been waited
+/// for, in seconds: around one client run to its end (and no other child ending meanwhile),
+/// the difference is that client's CPU time.
+public func childrenCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+    let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    return user + system
+}
+
 /// Seconds on the monotonic clock.
 public func monotonicSeconds() -> Double {
     var now = timespec()
