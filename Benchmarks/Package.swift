@@ -166,7 +166,8 @@ let package = Package(
             path: "Throughput/UringEchoServer",
             linkerSettings: [.linkedLibrary("uring")]
         ),
-        // What the throughput tools share: /proc readings, latency histograms, results, ports.
+        // What the throughput tools share: /proc readings, latency histograms, results, ports, the
+        // static files' byte pattern.
         .target(
             name: "ThroughputSupport",
             path: "Throughput/ThroughputSupport"
