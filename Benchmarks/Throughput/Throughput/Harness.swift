@@ -107,7 +107,7 @@ final class Harness {
                     )
                 }
                 if self.options.wrk == nil {
-                    self.notes.append("wrk is not installed: the static-file rows are the load generator's.")
+                    self.notes.append("wrk is not installed: the static files have no wrk rows.")
                 }
                 try StaticFiles.write(scratch: self.options.scratch)
             }
@@ -213,9 +213,9 @@ final class Harness {
                 bodyBytes: 13,
                 repetition: repetition
             )
-        case .staticFile(let file, let bytes, let connections):
-            // Every body checked, length and bytes: the whole measurement without wrk, else the
-            // warm-up before it (wrk reads Content-Length but never compares a byte).
+        case .staticFile(let file, let bytes, let connections, let byWrk):
+            // Every body checked, length and bytes: the whole measurement, or the warm-up
+            // before wrk's (wrk reads Content-Length but never compares a byte).
             let checked = { (warmup: Double, duration: Double) in
                 try self.runLoadgen(
                     server,
@@ -228,7 +228,7 @@ final class Harness {
                     duration: duration
                 )
             }
-            guard self.options.wrk != nil else {
+            guard byWrk, self.options.wrk != nil else {
                 return Self.sample(
                     try checked(self.options.timing.warmup, self.options.timing.duration),
                     repetition: repetition

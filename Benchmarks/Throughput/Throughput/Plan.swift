@@ -39,11 +39,10 @@ enum WorkloadKind: Sendable {
     case loadgen(mode: String, connections: Int, size: Int, depth: Int)
     /// wrk, keep-alive GET /, one thread.
     case wrk(connections: Int)
-    /// A keep-alive GET of `/<file>`, a file of `bytes` bytes of ``StaticFilePattern`` in the
-    /// document root: measured by wrk (one thread) after a checked load generator run (every
-    /// body's length and bytes) that doubles as the warm-up; without wrk, by the load generator
-    /// alone, checking every body.
-    case staticFile(file: String, bytes: Int, connections: Int)
+    /// Keep-alive GETs of `/<file>`, a file of `bytes` bytes of ``StaticFilePattern`` in the
+    /// document root, by the load generator checking every body's length and bytes; with `wrk`,
+    /// that check doubles as the warm-up and wrk (one thread) measures.
+    case staticFile(file: String, bytes: Int, connections: Int, wrk: Bool)
     /// A whole warm-cache file read.
     case file
 }
@@ -331,19 +330,20 @@ enum Plan {
         return workloads
     }
 
-    /// A 16 KiB and a 1 MiB file, keep-alive, 16 connections (issue 15's measurement: `wrk -t1
-    /// -c16`); by the load generator when wrk is missing.
+    /// A 16 KiB and a 1 MiB file, keep-alive, 16 connections: by the load generator (every body
+    /// checked), and by wrk when installed (issue 15's measurement: `wrk -t1 -c16`).
     static func staticFileWorkloads(wrk: Bool) -> [Workload] {
-        let client = wrk ? "wrk -t1 -c16" : "16 connections"
-        return StaticFiles.all.map { file in
-            Workload(
-                key: file.workload,
-                title: "Static file \(file.label), keep-alive GET, \(client)",
-                group: .staticFiles,
-                kind: .staticFile(file: file.name, bytes: file.bytes, connections: 16),
-                primary: .operations,
-                operation: "request"
-            )
+        StaticFiles.all.flatMap { file in
+            [false, true].filter { !$0 || wrk }.map { byWrk in
+                Workload(
+                    key: file.workload + (byWrk ? "-wrk" : ""),
+                    title: "Static file \(file.label), keep-alive GET, " + (byWrk ? "wrk -t1 -c16" : "16 connections"),
+                    group: .staticFiles,
+                    kind: .staticFile(file: file.name, bytes: file.bytes, connections: 16, wrk: byWrk),
+                    primary: .operations,
+                    operation: "request"
+                )
+            }
         }
     }
 
@@ -360,6 +360,7 @@ enum Plan {
 /// The static-file workloads' files: their names, sizes and workloads.
 enum StaticFiles {
     struct File {
+        /// The load generator's workload; wrk's is this with `-wrk` after it.
         var workload: String
         var name: String
         var bytes: Int

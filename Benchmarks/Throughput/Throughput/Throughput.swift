@@ -24,7 +24,7 @@ struct Throughput: ParsableCommand {
             Starts every server pinned to one CPU and the load generator (or wrk, fio) on another, \
             runs each workload on the servers in turn (A B C A B C …), repeats, and writes a table of \
             medians with min–max and ratios to RingIO (Markdown, JSON, an SVG chart) to the output \
-            folder. Full run: about 17 minutes; --quick: about 3; --smoke: proves every piece works.
+            folder. Full run: about 19 minutes; --quick: about 3; --smoke: proves every piece works.
             nginx, wrk and fio join when installed (apt-get install -y nginx wrk fio).
             """
     )
@@ -54,7 +54,7 @@ struct Throughput: ParsableCommand {
         help: """
             Which workloads of those groups to run, comma-separated keys (echo-64B, echo-64B-interval, \
             echo-4KiB, echo-64KiB, echo-64B-pipelined, echo-stream, http-hello, http-pipelined, \
-            http-hello-wrk, http-file-16k, http-file-1m, file-read); default: all. Idle connections are then not measured.
+            http-hello-wrk, http-file-16k, http-file-16k-wrk, http-file-1m, http-file-1m-wrk, file-read); default: all. Idle connections are then not measured.
             """
     )
     var workloads: String?
