@@ -10,15 +10,17 @@ import SystemPackage
 import Glibc
 #endif
 
-/// The answer to one request: the response's bytes, and for a `GET` of a non-empty file, the
-/// file whose bytes follow them on the socket.
+/// The answer to one request: the response's bytes, and for a `GET` of a non-empty file (or
+/// range of one), the part of the file whose bytes follow them on the socket.
 struct Answer {
-    /// A file to send after ``Answer/bytes`` (its head).
+    /// Bytes of a file to send after ``Answer/bytes`` (its head).
     struct File: Sendable {
         /// The resolved path, inside the root.
         let path: String
-        /// The size the head announced.
-        let size: Int
+        /// Where the bytes to send start in the file.
+        let offset: Int
+        /// How many bytes to send from `offset`: what the head's `Content-Length` announced.
+        let length: Int
 
         /// A random-access channel on the file, opened lazily on `ring`.
         func open(queue: some IOQueue, ring: RingLoop) throws(Errno) -> IOChannel {
@@ -54,22 +56,61 @@ extension Server {
         case (.post, "/echo"):
             return self.answer(.ok, body: request.body, headers: Self.octetStream, to: request, path, keepAlive)
         case (.other, _):
-            return self.answer(501, to: request, path, keepAlive)
+            return self.answer(
+                501,
+                saying: "the method \(request.method) is not implemented",
+                to: request,
+                path,
+                keepAlive
+            )
         case (_, "/"):
-            return self.answer(405, headers: Self.allowGetHead, to: request, path, keepAlive)
+            return self.answer(
+                405,
+                saying: "/ answers GET and HEAD",
+                headers: Self.allowGetHead,
+                to: request,
+                path,
+                keepAlive
+            )
         case (_, "/echo"):
-            return self.answer(405, headers: Self.allowPost, to: request, path, keepAlive)
+            return self.answer(405, saying: "/echo answers POST", headers: Self.allowPost, to: request, path, keepAlive)
         case (.get, _), (.head, _):
             return self.answerFile(request, path: path, keepAlive: keepAlive)
         default:
-            return self.answer(405, headers: Self.allowGetHead, to: request, path, keepAlive)
+            return self.answer(
+                405,
+                saying: "files are read with GET and HEAD",
+                headers: Self.allowGetHead,
+                to: request,
+                path,
+                keepAlive
+            )
         }
     }
 
     /// The response that ends a connection after a parse error or a timeout.
     func answer(failure status: HTTPStatus) -> ByteRope {
-        if self.accessLog { self.log(method: "-", path: "-", status: status, bytes: 0) }
-        return self.writer.serialize(HTTPResponse(status: status, closeConnection: true))
+        let body = ByteRope(copying: Self.explanation(of: status).utf8)
+        if self.accessLog { self.log(method: "-", path: "-", status: status, bytes: body.count) }
+        return self.writer.serialize(
+            HTTPResponse(status: status, headers: Self.textPlain, body: body, closeConnection: true)
+        )
+    }
+
+    /// The body of the response to a request that could not be parsed (or arrive in time).
+    private static func explanation(of status: HTTPStatus) -> String {
+        let reason: String
+        switch status.code {
+        case 400: reason = "the request is not valid HTTP/1.1"
+        case 408: reason = "the request did not arrive within --header-timeout"
+        case 413: reason = "the request body is longer than --max-body allows"
+        case 414: reason = "the request line is too long"
+        case 431: reason = "the request header section is too large"
+        case 501: reason = "the transfer coding is not implemented"
+        case 505: reason = "this server speaks HTTP/1.0 and HTTP/1.1"
+        default: reason = "the request cannot be answered"
+        }
+        return "\(status): \(reason)\n"
     }
 
     /// The request's path; for the targets `/` and `/echo` without building a `String` from
@@ -99,68 +140,156 @@ extension Server {
         return Answer(bytes: self.writer.serialize(response, for: request.head), file: nil)
     }
 
+    /// A 3xx, 4xx or 5xx response with a short `text/plain` body saying why, such as
+    /// `404 Not Found: /x does not exist` (a `HEAD` gets the same head and no body).
+    private func answer(
+        _ status: HTTPStatus,
+        saying reason: String,
+        headers: [(name: String, value: String)] = [],
+        to request: HTTPRequest,
+        _ path: String,
+        _ keepAlive: Bool
+    ) -> Answer {
+        let text = "\(status): \(reason)\n"
+        return self.answer(
+            status,
+            body: ByteRope(copying: text.utf8),
+            headers: Self.textPlain + headers,
+            to: request,
+            path,
+            keepAlive
+        )
+    }
+
     /// A file under the root: 404 when there is none (or no root), 403 for a path or a symlink
-    /// that leads outside it; `index.html` for a directory.
+    /// that leads outside it; for a directory `index.html`, or a redirect to the path with a
+    /// slash. Answers conditional requests (304), single byte ranges (206, 416) and `HEAD`
+    /// (the head `GET` would get).
     private func answerFile(_ request: HTTPRequest, path: String, keepAlive: Bool) -> Answer {
         guard let root = self.root else {
-            return self.answer(404, to: request, path, keepAlive)
+            return self.answer(
+                404,
+                saying: "\(path) does not exist (no --root is served)",
+                to: request,
+                path,
+                keepAlive
+            )
         }
         guard let relative = HTTPPath.normalized(path) else {
-            return self.answer(403, to: request, path, keepAlive)
+            return self.answer(
+                403,
+                saying: "\(path) is not a path under the served directory",
+                to: request,
+                path,
+                keepAlive
+            )
         }
         var filePath = root + relative
         var info = stat()
         guard stat(filePath, &info) == 0 else {
-            return self.answer(404, to: request, path, keepAlive)
+            return self.answer(404, saying: "\(path) does not exist", to: request, path, keepAlive)
         }
         if info.st_mode & S_IFMT == S_IFDIR {
+            guard relative.hasSuffix("/") else {
+                return self.redirectToDirectory(request, path: path, keepAlive: keepAlive)
+            }
             filePath += filePath.hasSuffix("/") ? "index.html" : "/index.html"
             guard stat(filePath, &info) == 0 else {
-                return self.answer(404, to: request, path, keepAlive)
+                return self.answer(
+                    404,
+                    saying: "\(path) is a directory without index.html",
+                    to: request,
+                    path,
+                    keepAlive
+                )
             }
         }
         // Symlinks may not lead out of the root.
         guard let resolved = realpath(filePath, nil) else {
-            return self.answer(404, to: request, path, keepAlive)
+            return self.answer(404, saying: "\(path) does not exist", to: request, path, keepAlive)
         }
         let real = String(cString: resolved)
         free(resolved)
         guard real.hasPrefix(root + "/") else {
-            return self.answer(403, to: request, path, keepAlive)
+            return self.answer(403, saying: "\(path) leads outside the served directory", to: request, path, keepAlive)
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            return self.answer(404, to: request, path, keepAlive)
+            return self.answer(404, saying: "\(path) is not a regular file", to: request, path, keepAlive)
         }
-        let size = Int(info.st_size)
-        let response = HTTPResponse(
-            status: .ok,
-            headers: [("Content-Type", Self.contentType(of: real)), ("Content-Length", String(size))],
-            closeConnection: !keepAlive
-        )
+
+        let file = StaticFile(info)
+        let headers = request.head.headers
+        let lastModified = HTTPDate.string(secondsSince1970: file.modifiedSecond)
+        if file.isNotModified(headers) {
+            let response = HTTPResponse(
+                status: .notModified,
+                headers: [("ETag", file.etag), ("Last-Modified", lastModified)],
+                closeConnection: !keepAlive
+            )
+            if self.accessLog {
+                self.log(method: request.method.rawValue, path: path, status: .notModified, bytes: 0)
+            }
+            return Answer(bytes: self.writer.serializeHead(response, for: request.head), file: nil)
+        }
+
+        var status = HTTPStatus.ok
+        var offset = 0
+        var length = file.size
+        var fields: [(name: String, value: String)] = [
+            ("Content-Type", StaticFile.contentType(of: filePath)),
+            ("Accept-Ranges", "bytes"),
+            ("ETag", file.etag),
+            ("Last-Modified", lastModified),
+        ]
+        if let range = headers["Range"], file.rangeIsCurrent(headers) {
+            switch StaticFile.range(range, size: file.size) {
+            case .ignored:
+                break
+            case .unsatisfiable:
+                return self.answer(
+                    416,
+                    saying: "the range starts after the last of the \(file.size) bytes of \(path)",
+                    headers: [("Content-Range", "bytes */\(file.size)")],
+                    to: request,
+                    path,
+                    keepAlive
+                )
+            case .bytes(let first, let last):
+                status = .partialContent
+                offset = first
+                length = last - first + 1
+                fields.append(("Content-Range", "bytes \(first)-\(last)/\(file.size)"))
+            }
+        }
+        fields.append(("Content-Length", String(length)))
+        let response = HTTPResponse(status: status, headers: fields, closeConnection: !keepAlive)
         if self.accessLog {
-            self.log(method: request.method.rawValue, path: path, status: .ok, bytes: size)
+            self.log(method: request.method.rawValue, path: path, status: status, bytes: length)
         }
         let head = self.writer.serializeHead(response, for: request.head)
-        guard request.method == .get, size > 0 else { return Answer(bytes: head, file: nil) }
-        return Answer(bytes: head, file: Answer.File(path: real, size: size))
+        guard request.method == .get, length > 0 else { return Answer(bytes: head, file: nil) }
+        return Answer(bytes: head, file: Answer.File(path: real, offset: offset, length: length))
     }
 
-    private static func contentType(of path: String) -> String {
-        let name = path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...]
-        guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
-        switch name[name.index(after: dot)...].lowercased() {
-        case "html", "htm": return "text/html; charset=utf-8"
-        case "txt": return "text/plain; charset=utf-8"
-        case "css": return "text/css"
-        case "js": return "text/javascript"
-        case "json": return "application/json"
-        case "svg": return "image/svg+xml"
-        case "png": return "image/png"
-        case "jpg", "jpeg": return "image/jpeg"
-        case "gif": return "image/gif"
-        case "pdf": return "application/pdf"
-        default: return "application/octet-stream"
+    /// 301 to the directory's path with a slash (and the query, if any): its relative links
+    /// then resolve inside it.
+    private func redirectToDirectory(_ request: HTTPRequest, path: String, keepAlive: Bool) -> Answer {
+        // One leading slash: `//host/dir/` would send the client to another host.
+        var location = "/"
+        location += path.drop { $0 == "/" }
+        location += "/"
+        if let query = request.head.query {
+            location += "?"
+            location += query
         }
+        return self.answer(
+            301,
+            saying: "\(path) is a directory: \(location)",
+            headers: [("Location", location)],
+            to: request,
+            path,
+            keepAlive
+        )
     }
 
     private func log(method: String, path: String, status: HTTPStatus, bytes: Int) {

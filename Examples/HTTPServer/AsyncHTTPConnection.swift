@@ -133,8 +133,8 @@ struct AsyncHTTPConnection {
         return self.idleTicks > self.server.configuration.idleTimeout || self.server.stopping.load(ordering: .relaxed)
     }
 
-    /// Sends a file's bytes after its head: read through a random-access channel on this ring,
-    /// each chunk written to the socket as it was read.
+    /// Sends a file's bytes after its head (the range the head announced): read through a
+    /// random-access channel on this ring, each chunk written to the socket as it was read.
     ///
     /// - Throws: The read's or the write's error; EIO when the file was shorter than its head
     ///   said (the connection cannot go on).
@@ -146,11 +146,11 @@ struct AsyncHTTPConnection {
         stats?.readStarted()
         defer { stats?.readFinished() }
         var sent = 0
-        for try await chunk in channel.reads(offset: 0, length: file.size) {
+        for try await chunk in channel.reads(offset: Int64(file.offset), length: file.length) {
             sent += chunk.count
             try await self.write(chunk)
         }
-        if sent != file.size { throw Errno.ioError }
+        if sent != file.length { throw Errno.ioError }
     }
 
     /// Writes `bytes` to the socket (counted with `--stats`). Inlined: a call to an async

@@ -264,8 +264,9 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Static files
 
-    /// Sends the file's bytes: read through a random-access channel, each chunk written to the
-    /// socket as the rope region it was read into — no copy in between. Later requests wait.
+    /// Sends the file's bytes (the range the head announced): read through a random-access
+    /// channel, each chunk written to the socket as the rope region it was read into — no copy
+    /// in between. Later requests wait.
     private func stream(_ file: Answer.File) {
         let channel: IOChannel
         do throws(Errno) {
@@ -277,7 +278,7 @@ final class HTTPConnection: @unchecked Sendable {
         self.busy = true
         self.fileBytesSent = 0
         self.stats?.readStarted()
-        channel.read(offset: 0, length: file.size, queue: self.queue) { done, data, error in
+        channel.read(offset: Int64(file.offset), length: file.length, queue: self.queue) { done, data, error in
             if let data, !data.isEmpty {
                 self.fileBytesSent += data.count
                 self.write(data)
@@ -286,8 +287,8 @@ final class HTTPConnection: @unchecked Sendable {
             self.stats?.readFinished()
             channel.close()
             self.busy = false
-            if error != nil || self.fileBytesSent != file.size {
-                self.fail()  // the head promised `size` bytes: the connection cannot go on
+            if error != nil || self.fileBytesSent != file.length {
+                self.fail()  // the head promised `length` bytes: the connection cannot go on
             } else {
                 self.process()
             }

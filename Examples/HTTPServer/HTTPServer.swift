@@ -37,8 +37,12 @@ struct HTTPServer: ParsableCommand {
         discussion: """
             Routes: GET / answers "Hello, World!"; POST /echo answers with the request's body;
             any other GET or HEAD serves a file under --root (file bytes go from the read buffers
-            to the socket as they are). Bad input gets its status (400, 405, 408, 413, 414, 431,
-            501) and never a crash or a hang. Connections are served by completion handlers
+            to the socket as they are), with Content-Type by extension, Last-Modified and ETag,
+            304 for If-None-Match / If-Modified-Since, a single Range as 206 (416 when none of
+            the file is in it; If-Range honoured), index.html for DIR/ and a 301 from DIR to
+            DIR/. Bad input gets its status (400, 405, 408, 413, 414, 431, 501) with a short
+            text/plain body saying why, as every 4xx and 5xx does, and never a crash or a hang.
+            Connections are served by completion handlers
             (--api handlers, on the ring or a DispatchQueue per connection: --queue) or by a task
             per connection on the ring that accepted it (--api async). Prints "http-server
             listening on HOST:PORT" first. SIGINT or SIGTERM: stop accepting, finish what is in

@@ -218,7 +218,7 @@ struct HTTPServerTests {
             ("/missing.txt", notFound),
             ("/sub/missing.html", notFound),
             ("/empty/", notFound),  // a directory without index.html: no listing
-            ("/empty", notFound),
+            ("/empty", ["301"]),  // a directory without the slash: redirected to /empty/
             ("/escape.txt", refused),  // a symlink to a file outside the root
             ("/outlink/secret.txt", refused),  // through a symlink to a directory outside
             ("/../outside/secret.txt", refused),
@@ -534,14 +534,14 @@ struct HTTPServerTests {
 // MARK: - Helpers
 
 /// Options for every curl run: quiet but with errors, no proxy, bounded.
-private let curlOptions = ["-sS", "--noproxy", "*", "--max-time", "15"]
+let curlOptions = ["-sS", "--noproxy", "*", "--max-time", "15"]
 
 private let helloRequest = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
 
 /// A temporary directory: `root/` (served with --root, with files of every content type, a
 /// 3 MiB file, a directory with index.html and one without, symlinks leading outside) and
 /// `outside/secret.txt`. Removed on deinit.
-private final class StaticTree {
+final class StaticTree {
     let directory: String
     /// The bytes of every regular file under the root, by relative path.
     let files: [String: [UInt8]]
@@ -592,7 +592,7 @@ private final class StaticTree {
 }
 
 /// Writes `bytes` to a new file at `path`.
-private func writeFile(_ path: String, _ bytes: [UInt8]) throws {
+func writeFile(_ path: String, _ bytes: [UInt8]) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     try #require(fd >= 0, "open \(path): errno \(errno)")
     defer { close(fd) }
@@ -605,7 +605,7 @@ private func writeFile(_ path: String, _ bytes: [UInt8]) throws {
 }
 
 /// The bytes of the file at `path`; empty when it cannot be read.
-private func readFile(_ path: String) -> [UInt8] {
+func readFile(_ path: String) -> [UInt8] {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return [] }
     defer { close(fd) }
@@ -619,7 +619,7 @@ private func readFile(_ path: String) -> [UInt8] {
 }
 
 /// `count` deterministic pseudo-random bytes.
-private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
     var generator = SplitMix(seed: seed)
     var bytes = [UInt8]()
     bytes.reserveCapacity(count + 8)
@@ -799,7 +799,7 @@ private final class LoggingServer {
 
 /// Scripts for `python3 -c`: argv[1] is the port, argv[2] the --root directory. Each prints
 /// "FAIL: …" per failed check and exits 1 if any failed.
-private enum PythonScripts {
+enum PythonScripts {
     static let prelude = #"""
         import email.utils, http.client, os, random, socket, sys, time
         PORT = int(sys.argv[1])

@@ -1,0 +1,238 @@
+//===----------------------------------------------------------------------===//
+// RingIO — example: what a static file's response depends on — validators, conditional
+// requests, byte ranges, the media type.
+//===----------------------------------------------------------------------===//
+
+import RingHTTP
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A regular file under the root, as `stat` saw it: its validators and what a request's
+/// `If-None-Match`, `If-Modified-Since`, `Range` and `If-Range` make of them (RFC 9110 §13,
+/// §14).
+struct StaticFile {
+    /// The size in bytes.
+    let size: Int
+    /// The modification time in whole seconds since 1970: what `Last-Modified` says and
+    /// `If-Modified-Since` is compared with (HTTP dates have second resolution).
+    let modifiedSecond: Int
+    /// A strong entity tag, `"<inode>-<size>-<mtime in ns>"` in hexadecimal: a file rewritten
+    /// in place (new size or new mtime) or replaced (new inode) gets a new one.
+    let etag: String
+
+    init(_ info: stat) {
+        self.size = Int(info.st_size)
+        self.modifiedSecond = Int(info.st_mtim.tv_sec)
+        // Wrapping: a tag only has to differ, and nanoseconds since 1970 fit 64 bits until 2262.
+        let nanoseconds = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
+        self.etag = Self.entityTag(
+            UInt64(info.st_ino),
+            UInt64(bitPattern: Int64(info.st_size)),
+            UInt64(bitPattern: nanoseconds)
+        )
+    }
+
+    /// `"a-b-c"`, each number in lowercase hexadecimal, formatted into one new string.
+    private static func entityTag(_ a: UInt64, _ b: UInt64, _ c: UInt64) -> String {
+        // Three numbers of at most 16 digits, two dashes, two quotes.
+        withUnsafeTemporaryAllocation(byteCount: 3 * 16 + 4, alignment: 1) { buffer in
+            var count = 0
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
+            }
+            func hex(_ value: UInt64) {
+                let digits = max(1, (64 - value.leadingZeroBitCount + 3) / 4)
+                for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                    let nibble = UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 0xF
+                    put(nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10)
+                }
+            }
+            put(UInt8(ascii: "\""))
+            hex(a)
+            put(UInt8(ascii: "-"))
+            hex(b)
+            put(UInt8(ascii: "-"))
+            hex(c)
+            put(UInt8(ascii: "\""))
+            return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
+        }
+    }
+
+    // MARK: Conditional requests
+
+    /// Whether a `GET` or `HEAD` with these fields is answered 304 Not Modified: when
+    /// `If-None-Match` lists this file's tag (weak comparison, §13.1.2) or is `*`; without
+    /// `If-None-Match`, when `If-Modified-Since` is a valid date the file is not newer than
+    /// (an invalid date is ignored).
+    func isNotModified(_ headers: HTTPHeaders) -> Bool {
+        if let tags = headers["If-None-Match"] {
+            return Self.list(tags, matches: self.etag)
+        }
+        if let since = headers.firstValueBytes(for: "If-Modified-Since"),
+            let seconds = HTTPDate.secondsSince1970(parsing: since)
+        {
+            return self.modifiedSecond <= seconds
+        }
+        return false
+    }
+
+    /// Whether `If-Range` (when the request has one) lets a `Range` be honoured: an entity
+    /// tag must equal this file's (strong comparison: a weak tag never does), a date must be
+    /// exactly its `Last-Modified`.
+    func rangeIsCurrent(_ headers: HTTPHeaders) -> Bool {
+        guard let condition = headers.firstValueBytes(for: "If-Range") else { return true }
+        // A tag has a quote among its first three characters (`"…` or `W/"…`); a date has none.
+        if condition.prefix(3).contains(UInt8(ascii: "\"")) {
+            return condition.elementsEqual(self.etag.utf8)
+        }
+        return HTTPDate.secondsSince1970(parsing: condition) == self.modifiedSecond
+    }
+
+    /// Whether the `If-None-Match` list `value` (`*`, or entity tags separated by commas, each
+    /// maybe `W/`) has a tag whose opaque part is `etag`'s. A malformed element ends the list
+    /// (what came before it still counts).
+    static func list(_ value: String, matches etag: String) -> Bool {
+        let bytes = value.utf8
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: ",") {
+                index = bytes.index(after: index)
+                continue
+            }
+            if byte == UInt8(ascii: "*") { return true }
+            // W/"…": weak comparison ignores the W/.
+            if byte == UInt8(ascii: "W") {
+                index = bytes.index(after: index)
+                guard index < bytes.endIndex, bytes[index] == UInt8(ascii: "/") else { return false }
+                index = bytes.index(after: index)
+            }
+            guard index < bytes.endIndex, bytes[index] == UInt8(ascii: "\"") else { return false }
+            let opening = index
+            guard let closing = bytes[bytes.index(after: opening)...].firstIndex(of: UInt8(ascii: "\"")) else {
+                return false
+            }
+            index = bytes.index(after: closing)
+            if bytes[opening..<index].elementsEqual(etag.utf8) { return true }
+        }
+        return false
+    }
+
+    // MARK: Ranges
+
+    /// What a `Range` field asks of a file of `size` bytes.
+    enum Range: Equatable {
+        /// Nothing this server honours — not `bytes=`, malformed, several ranges, or a suffix
+        /// of an empty file: the whole file with 200 (RFC 9110 §14.2 lets a server ignore
+        /// `Range`).
+        case ignored
+        /// A well-formed range that selects none of the file: 416.
+        case unsatisfiable
+        /// Bytes `first...last` of the file (`last` clipped to its end): 206.
+        case bytes(first: Int, last: Int)
+    }
+
+    /// Reads a `Range` value: one `first-last`, `first-` or `-suffix` range of bytes (§14.1.2).
+    static func range(_ value: String, size: Int) -> Range {
+        var spec = value.utf8[...]
+        // The unit is case-insensitive.
+        let unit = "bytes=".utf8
+        guard spec.count > unit.count,
+            zip(spec, unit).allSatisfy({ ($0 &- UInt8(ascii: "A") < 26 ? $0 | 0x20 : $0) == $1 })
+        else { return .ignored }
+        spec = spec.dropFirst(unit.count)
+        while let first = spec.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") {
+            spec = spec.dropFirst()
+        }
+        while let last = spec.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") {
+            spec = spec.dropLast()
+        }
+        guard !spec.contains(UInt8(ascii: ",")), let dash = spec.firstIndex(of: UInt8(ascii: "-")) else {
+            return .ignored  // several ranges (or none): answered whole
+        }
+        let firstDigits = spec[..<dash]
+        let lastDigits = spec[spec.index(after: dash)...]
+        if firstDigits.isEmpty {
+            // The last `suffix` bytes.
+            guard let suffix = Self.number(lastDigits) else { return .ignored }
+            guard suffix > 0 else { return .unsatisfiable }
+            // An empty file has no bytes to name in a Content-Range: answered whole.
+            guard size > 0 else { return .ignored }
+            return .bytes(first: size - min(suffix, size), last: size - 1)
+        }
+        guard let first = Self.number(firstDigits) else { return .ignored }
+        var last = Int.max
+        if !lastDigits.isEmpty {
+            guard let given = Self.number(lastDigits), given >= first else { return .ignored }
+            last = given
+        }
+        guard first < size else { return .unsatisfiable }
+        return .bytes(first: first, last: min(last, size - 1))
+    }
+
+    /// A run of decimal digits, saturating at `Int.max`; `nil` when empty or not all digits.
+    private static func number(_ digits: Substring.UTF8View) -> Int? {
+        guard !digits.isEmpty else { return nil }
+        var value = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowedAgain) = times.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            value = overflowed || overflowedAgain ? Int.max : sum
+        }
+        return value
+    }
+
+    // MARK: Media types
+
+    /// The `Content-Type` for a file name, by its extension (ASCII case-insensitively);
+    /// `application/octet-stream` when it has none or one not listed.
+    static func contentType(of path: String) -> String {
+        let name = path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...]
+        // A name starting with its only dot (`.profile`) has no extension.
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else {
+            return "application/octet-stream"
+        }
+        switch name[name.index(after: dot)...].lowercased() {
+        case "html", "htm": return "text/html; charset=utf-8"
+        case "css": return "text/css; charset=utf-8"
+        case "js", "mjs": return "text/javascript; charset=utf-8"
+        case "json", "map": return "application/json"
+        case "webmanifest": return "application/manifest+json"
+        case "txt": return "text/plain; charset=utf-8"
+        case "md": return "text/markdown; charset=utf-8"
+        case "csv": return "text/csv; charset=utf-8"
+        case "xml": return "application/xml"
+        case "svg": return "image/svg+xml"
+        case "png": return "image/png"
+        case "jpg", "jpeg": return "image/jpeg"
+        case "gif": return "image/gif"
+        case "webp": return "image/webp"
+        case "avif": return "image/avif"
+        case "ico": return "image/x-icon"
+        case "bmp": return "image/bmp"
+        case "wasm": return "application/wasm"
+        case "pdf": return "application/pdf"
+        case "zip": return "application/zip"
+        case "gz": return "application/gzip"
+        case "tar": return "application/x-tar"
+        case "woff": return "font/woff"
+        case "woff2": return "font/woff2"
+        case "ttf": return "font/ttf"
+        case "otf": return "font/otf"
+        case "mp4", "m4v": return "video/mp4"
+        case "webm": return "video/webm"
+        case "ogv": return "video/ogg"
+        case "mp3": return "audio/mpeg"
+        case "m4a": return "audio/mp4"
+        case "ogg", "oga": return "audio/ogg"
+        case "opus": return "audio/opus"
+        case "wav": return "audio/wav"
+        case "flac": return "audio/flac"
+        default: return "application/octet-stream"
+        }
+    }
+}
