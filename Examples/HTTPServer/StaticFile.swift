@@ -190,49 +190,61 @@ struct StaticFile {
 
     /// The `Content-Type` for a file name, by its extension (ASCII case-insensitively);
     /// `application/octet-stream` when it has none or one not listed.
+    ///
+    /// One hash lookup (a `switch` over strings would compare the extension with every case
+    /// before the default).
     static func contentType(of path: String) -> String {
         let name = path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...]
         // A name starting with its only dot (`.profile`) has no extension.
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else {
             return "application/octet-stream"
         }
-        switch name[name.index(after: dot)...].lowercased() {
-        case "html", "htm": return "text/html; charset=utf-8"
-        case "css": return "text/css; charset=utf-8"
-        case "js", "mjs": return "text/javascript; charset=utf-8"
-        case "json", "map": return "application/json"
-        case "webmanifest": return "application/manifest+json"
-        case "txt": return "text/plain; charset=utf-8"
-        case "md": return "text/markdown; charset=utf-8"
-        case "csv": return "text/csv; charset=utf-8"
-        case "xml": return "application/xml"
-        case "svg": return "image/svg+xml"
-        case "png": return "image/png"
-        case "jpg", "jpeg": return "image/jpeg"
-        case "gif": return "image/gif"
-        case "webp": return "image/webp"
-        case "avif": return "image/avif"
-        case "ico": return "image/x-icon"
-        case "bmp": return "image/bmp"
-        case "wasm": return "application/wasm"
-        case "pdf": return "application/pdf"
-        case "zip": return "application/zip"
-        case "gz": return "application/gzip"
-        case "tar": return "application/x-tar"
-        case "woff": return "font/woff"
-        case "woff2": return "font/woff2"
-        case "ttf": return "font/ttf"
-        case "otf": return "font/otf"
-        case "mp4", "m4v": return "video/mp4"
-        case "webm": return "video/webm"
-        case "ogv": return "video/ogg"
-        case "mp3": return "audio/mpeg"
-        case "m4a": return "audio/mp4"
-        case "ogg", "oga": return "audio/ogg"
-        case "opus": return "audio/opus"
-        case "wav": return "audio/wav"
-        case "flac": return "audio/flac"
-        default: return "application/octet-stream"
-        }
+        let suffix = String(name[name.index(after: dot)...])
+        return Self.mediaTypes[suffix] ?? Self.mediaTypes[suffix.lowercased()] ?? "application/octet-stream"
     }
+
+    /// Media types by lowercase file extension: the usual types of the web.
+    private static let mediaTypes: [String: String] = [
+        "html": "text/html; charset=utf-8",
+        "htm": "text/html; charset=utf-8",
+        "css": "text/css; charset=utf-8",
+        "js": "text/javascript; charset=utf-8",
+        "mjs": "text/javascript; charset=utf-8",
+        "json": "application/json",
+        "map": "application/json",
+        "webmanifest": "application/manifest+json",
+        "txt": "text/plain; charset=utf-8",
+        "md": "text/markdown; charset=utf-8",
+        "csv": "text/csv; charset=utf-8",
+        "xml": "application/xml",
+        "svg": "image/svg+xml",
+        "png": "image/png",
+        "jpg": "image/jpeg",
+        "jpeg": "image/jpeg",
+        "gif": "image/gif",
+        "webp": "image/webp",
+        "avif": "image/avif",
+        "ico": "image/x-icon",
+        "bmp": "image/bmp",
+        "wasm": "application/wasm",
+        "pdf": "application/pdf",
+        "zip": "application/zip",
+        "gz": "application/gzip",
+        "tar": "application/x-tar",
+        "woff": "font/woff",
+        "woff2": "font/woff2",
+        "ttf": "font/ttf",
+        "otf": "font/otf",
+        "mp4": "video/mp4",
+        "m4v": "video/mp4",
+        "webm": "video/webm",
+        "ogv": "video/ogg",
+        "mp3": "audio/mpeg",
+        "m4a": "audio/mp4",
+        "ogg": "audio/ogg",
+        "oga": "audio/ogg",
+        "opus": "audio/opus",
+        "wav": "audio/wav",
+        "flac": "audio/flac",
+    ]
 }

@@ -297,6 +297,18 @@ private enum StaticScripts {
             check(data == big[1000000:2000001], "big.bin range: %d bytes" % len(data))
             print("ok: ranges", flush=True)
 
+            # ---- Content-Type by extension, case-insensitively.
+            for name, media in [("a.mjs", "text/javascript"), ("a.wasm", "application/wasm"), ("a.WOFF2", "font/woff2"),
+                                ("a.webp", "image/webp"), ("a.ico", "image/x-icon"), ("a.mp4", "video/mp4"),
+                                ("a.xml", "application/xml"), ("a.Html", "text/html"), ("a.tar.gz", "application/gzip"),
+                                (".hidden", "application/octet-stream"), ("noext", "application/octet-stream"),
+                                ("a.unknown", "application/octet-stream")]:
+                write(name, b"x", base)
+                got, data = request("GET " + name, "GET", "/" + name)
+                check((got.getheader("Content-Type") or "").startswith(media),
+                      "%s: Content-Type %r, expected %s" % (name, got.getheader("Content-Type"), media))
+            print("ok: content types", flush=True)
+
             # ---- Redirects, errors: a short text/plain body saying why, and HEAD alike.
             secret = b"top secret"
             for label, path, status, location in [
