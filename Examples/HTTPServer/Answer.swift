@@ -190,6 +190,16 @@ extension Server {
             return self.answer(404, saying: "\(path) does not exist", to: request, path, keepAlive)
         }
         if info.st_mode & S_IFMT == S_IFDIR {
+            // Not even a redirect or an index for a symlink to a directory outside the root.
+            guard Self.resolvedInside(root, filePath) != nil else {
+                return self.answer(
+                    403,
+                    saying: "\(path) leads outside the served directory",
+                    to: request,
+                    path,
+                    keepAlive
+                )
+            }
             guard relative.hasSuffix("/") else {
                 return self.redirectToDirectory(request, path: path, keepAlive: keepAlive)
             }
@@ -205,12 +215,7 @@ extension Server {
             }
         }
         // Symlinks may not lead out of the root.
-        guard let resolved = realpath(filePath, nil) else {
-            return self.answer(404, saying: "\(path) does not exist", to: request, path, keepAlive)
-        }
-        let real = String(cString: resolved)
-        free(resolved)
-        guard real.hasPrefix(root + "/") else {
+        guard let real = Self.resolvedInside(root, filePath) else {
             return self.answer(403, saying: "\(path) leads outside the served directory", to: request, path, keepAlive)
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
@@ -269,6 +274,16 @@ extension Server {
         let head = self.writer.serializeHead(response, for: request.head)
         guard request.method == .get, length > 0 else { return Answer(bytes: head, file: nil) }
         return Answer(bytes: head, file: Answer.File(path: real, offset: offset, length: length))
+    }
+
+    /// `path` with every symlink resolved, when that is the root or inside it; `nil` when it
+    /// is not (or cannot be resolved: it was removed since its `stat`).
+    private static func resolvedInside(_ root: String, _ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        let real = String(cString: resolved)
+        free(resolved)
+        // `--root /` resolves to "/", which every path starts with.
+        return real == root || real.hasPrefix(root.hasSuffix("/") ? root : root + "/") ? real : nil
     }
 
     /// 301 to the directory's path with a slash (and the query, if any): its relative links

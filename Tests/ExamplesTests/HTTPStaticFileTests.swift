@@ -320,6 +320,8 @@ private enum StaticScripts {
                 ("a directory without index.html", "/empty/", 404, None),
                 ("a symlink out of the root", "/escape.txt", 403, None),
                 ("through a symlink to a directory outside", "/outlink/secret.txt", 403, None),
+                ("a symlink to a directory outside, without the slash", "/outlink", 403, None),
+                ("a symlink to a directory outside, with the slash", "/outlink/", 403, None),
                 ("..", "/../outside/secret.txt", 403, None),
                 ("encoded ..", "/%2e%2e/outside/secret.txt", 403, None),
                 ("encoded .. in a subdirectory", "/sub/%2e%2e/%2E%2E/outside/secret.txt", 403, None),
@@ -335,6 +337,9 @@ private enum StaticScripts {
                     check(path.encode() in data, "%s: the body does not name the path: %r" % (label, data))
             got, data = both("the directory's index", "/sub/", None, 200)
             check(data == file_bytes("sub/index.html"), "/sub/: %r" % data)
+            write("index.html", b"<p>the root's index</p>", base)
+            got, data = both("the root's index", "/sub/..", None, 200)
+            check(data == b"<p>the root's index</p>", "/sub/..: %r" % data)
             for label, method, status in [("PUT", "PUT", 405), ("an unknown method", "BREW", 501)]:
                 got, data = request(label, method, "/hello.txt", body=b"abc", status=status)
                 check(data.startswith(b"%d " % status) and got.getheader("Content-Length") == str(len(data)),
