@@ -22,6 +22,21 @@ struct Answer {
         /// How many bytes to send from `offset`: what the head's `Content-Length` announced.
         let length: Int
 
+        /// From this length on, the range goes from the page cache to the socket by splice,
+        /// never copied through memory; a shorter one costs less read and written (README,
+        /// "Files to sockets": splice's hop to an io_uring worker outweighs the copy there).
+        static let spliceThreshold = 128 << 10
+
+        /// Whether the range is spliced (see ``spliceThreshold``).
+        var isSpliced: Bool { self.length >= Self.spliceThreshold }
+
+        /// The file, open for reading; the caller closes it.
+        func openForSplice() throws(Errno) -> FileDescriptor {
+            let fd = Glibc.open(self.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw Errno(rawValue: errno) }
+            return FileDescriptor(rawValue: fd)
+        }
+
         /// A random-access channel on the file, opened lazily on `ring`.
         func open(queue: some IOQueue, ring: RingLoop) throws(Errno) -> IOChannel {
             try IOChannel(

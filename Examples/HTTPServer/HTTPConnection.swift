@@ -264,10 +264,15 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Static files
 
-    /// Sends the file's bytes (the range the head announced): read through a random-access
-    /// channel, each chunk written to the socket as the rope region it was read into — no copy
-    /// in between. Later requests wait.
+    /// Sends the file's bytes (the range the head announced): a large range spliced (see
+    /// `splice(_:)`); a small one read through a random-access channel, each chunk written to
+    /// the socket as the rope region it was read into — no copy in between. Later requests
+    /// wait.
     private func stream(_ file: Answer.File) {
+        if file.isSpliced {
+            self.splice(file)
+            return
+        }
         let channel: IOChannel
         do throws(Errno) {
             channel = try file.open(queue: self.queue, ring: self.ring)
@@ -296,6 +301,36 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     // MARK: Writing and closing
+
+    /// Sends a large file's range from the page cache to the socket, after the head and with
+    /// no copy through memory (`IOChannel.write(contentsOf:)`). Later requests wait.
+    private func splice(_ file: Answer.File) {
+        let descriptor: FileDescriptor
+        do throws(Errno) {
+            descriptor = try file.openForSplice()
+        } catch {
+            self.fail()
+            return
+        }
+        self.busy = true
+        self.stats?.readStarted()
+        self.channel.write(
+            contentsOf: descriptor,
+            offset: Int64(file.offset),
+            length: file.length,
+            queue: self.queue
+        ) { done, _, error in
+            guard done else { return }
+            try? descriptor.close()
+            self.stats?.readFinished()
+            self.busy = false
+            if error != nil {
+                self.fail()  // shorter than the head said (ENODATA), or the peer is gone
+            } else {
+                self.process()
+            }
+        }
+    }
 
     /// Writes the batch, if any, as one operation.
     private func flush() {

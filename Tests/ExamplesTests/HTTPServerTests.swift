@@ -639,7 +639,7 @@ extension Array where Element == UInt8 {
 
 /// Receives until the peer closes (EOF or reset) or `seconds` pass; returns what arrived and
 /// whether the connection was closed.
-private func receiveUntilClosed(_ fd: CInt, seconds: Double) -> (bytes: [UInt8], closed: Bool) {
+func receiveUntilClosed(_ fd: CInt, seconds: Double) -> (bytes: [UInt8], closed: Bool) {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
     var bytes = [UInt8]()
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -659,7 +659,7 @@ private func receiveUntilClosed(_ fd: CInt, seconds: Double) -> (bytes: [UInt8],
 }
 
 /// One parsed response: the status, the head's text and a Content-Length body.
-private struct Response: CustomStringConvertible {
+struct Response: CustomStringConvertible {
     var status: Int
     var head: String
     var body: [UInt8]
@@ -669,7 +669,7 @@ private struct Response: CustomStringConvertible {
 
 /// Takes one complete response (framed by Content-Length; none means no body) off the front of
 /// `pending`; nil while it is incomplete.
-private func parseResponse(_ pending: inout [UInt8]) -> Response? {
+func parseResponse(_ pending: inout [UInt8]) -> Response? {
     let end = Array("\r\n\r\n".utf8)
     guard pending.count >= 4,
         let headEnd = (0...(pending.count - 4)).first(where: { pending[$0..<($0 + 4)].elementsEqual(end) })
@@ -695,7 +695,7 @@ extension Substring {
 
 /// Reads one response from `fd` (10 s receive timeout), keeping what follows it in `pending`;
 /// nil on EOF or a timeout first.
-private func readResponse(_ fd: CInt, _ pending: inout [UInt8]) -> Response? {
+func readResponse(_ fd: CInt, _ pending: inout [UInt8]) -> Response? {
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     while true {
         if let response = parseResponse(&pending) { return response }
@@ -706,7 +706,7 @@ private func readResponse(_ fd: CInt, _ pending: inout [UInt8]) -> Response? {
 }
 
 /// Sends `request` and reads one response.
-private func exchange(_ fd: CInt, _ pending: inout [UInt8], _ request: [UInt8]) -> Response? {
+func exchange(_ fd: CInt, _ pending: inout [UInt8], _ request: [UInt8]) -> Response? {
     guard sendAll(fd, request) else { return nil }
     return readResponse(fd, &pending)
 }

@@ -114,6 +114,42 @@ struct HTTPStaticFileTests {
     }
 }
 
+extension HTTPStaticFileTests {
+    @Test(
+        "a file truncated while it is sent: the connection closes short of Content-Length; the server goes on",
+        arguments: deliveries
+    )
+    func truncatedWhileSent(_ delivery: String) throws {
+        let tree = try StaticTree()
+        let path = tree.root + "/big.bin"
+        let size = 32 << 20
+        let file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        try #require(file >= 0, "open: errno \(errno)")
+        try #require(ftruncate(file, off_t(size)) == 0, "ftruncate: errno \(errno)")
+        close(file)
+        let server = try self.startServer(delivery, root: tree.root)
+        let request = Array("GET /big.bin HTTP/1.1\r\nHost: test\r\n\r\n".utf8)
+        let client = try connectClient(port: server.port)
+        defer { close(client) }
+        #expect(sendAll(client, request))
+        // The head and the first MiB; the server is held back by the socket buffers meanwhile.
+        let first = receiveExactly(client, 1 << 20)
+        #expect(first.count == 1 << 20)
+        #expect(truncate(path, off_t(2 << 20)) == 0, "truncate: errno \(errno)")
+        let (rest, closed) = receiveUntilClosed(client, seconds: 15)
+        #expect(closed, "the connection stayed open after the file was truncated")
+        let total = first.count + rest.count
+        #expect(total < size, "\(total) bytes arrived of a \(size)-byte file truncated to 2 MiB")
+        // The server goes on: a new connection gets the file as it is now, whole.
+        let again = try connectClient(port: server.port)
+        defer { close(again) }
+        var pending: [UInt8] = []
+        let response = exchange(again, &pending, request)
+        #expect(response?.status == 200 && response?.body.count == 2 << 20, "\(String(describing: response))")
+        #expect(server.stop(with: SIGTERM) == 0)
+    }
+}
+
 /// Files of the sizes that matter under the root: empty, one byte, 16 KiB, 1 MiB + 1 (random
 /// bytes) and a 64 MiB sparse file (ftruncate), zeros but for a few markers.
 private struct SizedFiles {
