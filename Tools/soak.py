@@ -605,8 +605,10 @@ class Server:
     def pid(self) -> int:
         return self.process.pid
 
-    def descriptors(self) -> int:
-        return len(os.listdir(f"/proc/{self.pid}/fd"))
+    def descriptors(self, counters: dict | None = None) -> int:
+        """The server's open descriptors, but for the files it keeps open between requests
+        (http-server's --open-files, bounded; `counters` says how many)."""
+        return len(os.listdir(f"/proc/{self.pid}/fd")) - (counters or {}).get("openFiles", 0)
 
     def status(self, field: str) -> int:
         """A number from /proc/PID/status (VmRSS in KiB, Threads)."""
@@ -649,7 +651,7 @@ class Server:
             counters = await self.counters()
             problems = ["no counters line on SIGUSR1 within 2 s"] if counters is None else self.imbalance(counters)
             if baseline_fds is not None:
-                fds = self.descriptors()
+                fds = self.descriptors(counters)
                 if fds != baseline_fds:
                     problems.append(f"{fds} descriptors open, {baseline_fds} at the baseline")
             if not problems or time.monotonic() > deadline:
@@ -728,7 +730,7 @@ async def soak_target(name: str, args, bin_path: str, seconds: float, root: str,
     totals.add(await churn(client, f"{args.seed}:{name}", "warm-up", warmup / 2, args.connections))
     counters, quiet_problems = await server.quiet()
     problems += [f"after the warm-up: {p}" for p in quiet_problems]
-    base_fds, base_rss = server.descriptors(), server.rss_kib()
+    base_fds, base_rss = server.descriptors(counters), server.rss_kib()
     log(f"{name}: baseline after warm-up: {base_fds} descriptors, VmRSS {base_rss} KiB "
         f"({server.status('RssAnon')} KiB anonymous); counters {counters}")
     if not totals.failures:
@@ -738,7 +740,7 @@ async def soak_target(name: str, args, bin_path: str, seconds: float, root: str,
     if monitor:
         monitor.cancel()
     problems += [f"at the end: {p}" for p in quiet_problems]
-    end_fds, end_rss = server.descriptors(), server.rss_kib()
+    end_fds, end_rss = server.descriptors(counters), server.rss_kib()
     growth = (end_rss - base_rss) / base_rss * 100
     log(f"{name}: at the end: {end_fds} descriptors, VmRSS {end_rss} KiB ({growth:+.1f} %; "
         f"{server.status('RssAnon')} KiB anonymous); counters {counters}")

@@ -21,6 +21,8 @@ struct Answer {
         let offset: Int
         /// How many bytes to send from `offset`: what the head's `Content-Length` announced.
         let length: Int
+        /// Which file it is, as the request's `stat` found it.
+        let identity: OpenFiles.Identity
 
         /// From this length on, the range goes from the page cache to the socket by splice,
         /// never copied through memory; a shorter one costs less read and written (README,
@@ -35,17 +37,6 @@ struct Answer {
             let fd = Glibc.open(self.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw Errno(rawValue: errno) }
             return FileDescriptor(rawValue: fd)
-        }
-
-        /// A random-access channel on the file, opened lazily on `ring`.
-        func open(queue: some IOQueue, ring: RingLoop) throws(Errno) -> IOChannel {
-            try IOChannel(
-                kind: .randomAccess,
-                path: FilePath(self.path),
-                mode: .readOnly,
-                queue: queue,
-                ring: ring
-            ) { _ in }
         }
     }
 
@@ -229,9 +220,26 @@ extension Server {
                 )
             }
         }
-        // Symlinks may not lead out of the root.
-        guard let real = Self.resolvedInside(root, filePath) else {
-            return self.answer(403, saying: "\(path) leads outside the served directory", to: request, path, keepAlive)
+        // Symlinks may not lead out of the root. Resolved once for as long as the path names
+        // the same file.
+        let identity = OpenFiles.Identity(info)
+        let real: String
+        if let known = self.openFiles.resolvedPath(of: filePath, identity: identity) {
+            real = known
+        } else {
+            guard let resolved = Self.resolvedInside(root, filePath) else {
+                return self.answer(
+                    403,
+                    saying: "\(path) leads outside the served directory",
+                    to: request,
+                    path,
+                    keepAlive
+                )
+            }
+            real = resolved
+            if info.st_mode & S_IFMT == S_IFREG {
+                self.openFiles.record(path: filePath, identity: identity, real: real)
+            }
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
             return self.answer(404, saying: "\(path) is not a regular file", to: request, path, keepAlive)
@@ -288,7 +296,7 @@ extension Server {
         }
         let head = self.writer.serializeHead(response, for: request.head)
         guard request.method == .get, length > 0 else { return Answer(bytes: head, file: nil) }
-        return Answer(bytes: head, file: Answer.File(path: real, offset: offset, length: length))
+        return Answer(bytes: head, file: Answer.File(path: real, offset: offset, length: length, identity: identity))
     }
 
     /// `path` with every symlink resolved, when that is the root or inside it; `nil` when it

@@ -90,9 +90,8 @@ struct AsyncHTTPConnection {
             batch.append(answer.bytes)
             if let file = answer.file {
                 // The head ends the batch: the file's bytes follow it on the socket.
-                try await self.write(batch)
+                try await self.send(file, after: batch)
                 batch = ByteRope()
-                try await self.send(file)
             }
         }
         if !closing {
@@ -133,14 +132,16 @@ struct AsyncHTTPConnection {
         return self.idleTicks > self.server.configuration.idleTimeout || self.server.stopping.load(ordering: .relaxed)
     }
 
-    /// Sends a file's bytes after its head (the range the head announced): a large range
-    /// spliced from the page cache to the socket; a small one read through a random-access
-    /// channel on this ring, each chunk written to the socket as it was read.
+    /// Writes `batch`, which ends with a file's head, and the file's bytes after it (the range
+    /// the head announced): a large range spliced from the page cache to the socket; a small
+    /// one read through a random-access channel on this ring, each chunk written to the socket
+    /// as it was read — the first one with the batch, in one write.
     ///
     /// - Throws: The read's, the write's or the splice's error; EIO (read) or ENODATA
     ///   (splice) when the file was shorter than its head said (the connection cannot go on).
-    private func send(_ file: Answer.File) async throws(Errno) {
+    private func send(_ file: Answer.File, after batch: ByteRope) async throws(Errno) {
         if file.isSpliced {
+            try await self.write(batch)
             // From the page cache to the socket, with no copy through memory.
             let descriptor = try file.openForSplice()
             defer { try? descriptor.close() }
@@ -155,16 +156,23 @@ struct AsyncHTTPConnection {
             return
         }
         let ring = self.connection.ring
-        let channel = try file.open(queue: ring, ring: ring)
-        defer { channel.close() }
+        let (channel, kept) = try self.server.openFiles.channel(file.path, identity: file.identity, ring: ring)
+        defer { if !kept { channel.close() } }
         let stats = self.server.stats
         stats?.readStarted()
         defer { stats?.readFinished() }
         var sent = 0
+        var head: ByteRope? = batch
         for try await chunk in channel.reads(offset: Int64(file.offset), length: file.length) {
             sent += chunk.count
-            try await self.write(chunk)
+            if var bytes = head.take() {
+                bytes.append(chunk)
+                try await self.write(bytes)
+            } else {
+                try await self.write(chunk)
+            }
         }
+        if let head { try await self.write(head) }  // the answers before it (an empty read)
         if sent != file.length { throw Errno.ioError }
     }
 

@@ -256,8 +256,9 @@ final class HTTPConnection: @unchecked Sendable {
         let answer = self.server.answer(to: request, keepAlive: keepAlive)
         self.batch.append(answer.bytes)
         if let file = answer.file {
-            // The head ends the batch: the file's bytes follow it on the socket.
-            self.flush()
+            // The head ends the batch: the file's bytes follow it on the socket — spliced after
+            // it, or read and written with it in one write (see `stream(_:)`).
+            if file.isSpliced { self.flush() }
             self.stream(file)
         }
     }
@@ -266,16 +267,18 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Sends the file's bytes (the range the head announced): a large range spliced (see
     /// `splice(_:)`); a small one read through a random-access channel, each chunk written to
-    /// the socket as the rope region it was read into — no copy in between. Later requests
-    /// wait.
+    /// the socket as the rope region it was read into — no copy in between — the first one
+    /// in one write with the batch, which ends with the file's head (one send, one segment
+    /// for a small file). Later requests wait.
     private func stream(_ file: Answer.File) {
         if file.isSpliced {
             self.splice(file)
             return
         }
         let channel: IOChannel
+        let kept: Bool
         do throws(Errno) {
-            channel = try file.open(queue: self.queue, ring: self.ring)
+            (channel, kept) = try self.server.openFiles.channel(file.path, identity: file.identity, ring: self.ring)
         } catch {
             self.fail()
             return
@@ -286,13 +289,15 @@ final class HTTPConnection: @unchecked Sendable {
         channel.read(offset: Int64(file.offset), length: file.length, queue: self.queue) { done, data, error in
             if let data, !data.isEmpty {
                 self.fileBytesSent += data.count
-                self.write(data)
+                self.batch.append(data)
+                self.flush()
             }
             guard done else { return }
             self.stats?.readFinished()
-            channel.close()
+            if !kept { channel.close() }
             self.busy = false
             if error != nil || self.fileBytesSent != file.length {
+                self.flush()  // the answers before this one
                 self.fail()  // the head promised `length` bytes: the connection cannot go on
             } else {
                 self.process()

@@ -41,12 +41,14 @@ final class ServerStats: Sendable {
     func writeStarted() { self.writesStarted.add(1, ordering: .relaxed) }
     func writeFinished() { self.writesFinished.add(1, ordering: .relaxed) }
 
-    /// The counters as one line of JSON; `open` is the listeners' count of open connections.
-    func json(open: Int) -> String {
+    /// The counters as one line of JSON; `open` is the listeners' count of open connections,
+    /// `openFiles` the files kept open between requests (each holds a descriptor).
+    func json(open: Int, openFiles: Int) -> String {
         let fields: [(String, Int)] = [
             ("accepted", self.accepted.load(ordering: .relaxed)),
             ("closed", self.closed.load(ordering: .relaxed)),
             ("open", open),
+            ("openFiles", openFiles),
             ("readsStarted", self.readsStarted.load(ordering: .relaxed)),
             ("readsFinished", self.readsFinished.load(ordering: .relaxed)),
             ("writesStarted", self.writesStarted.load(ordering: .relaxed)),
@@ -55,17 +57,21 @@ final class ServerStats: Sendable {
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
 
-    /// A SIGUSR1 source on `ring` that prints ``json(open:)`` (with `open()`, read then);
-    /// resumed. Cancel it when the server stops.
+    /// A SIGUSR1 source on `ring` that prints ``json(open:openFiles:)`` (with `open()` and
+    /// `openFiles()`, read then); resumed. Cancel it when the server stops.
     ///
     /// Before printing, the allocator returns its free pages to the system (`malloc_trim`), so
     /// that the resident memory read right after the line counts the memory in use rather than
     /// the allocator's high-water mark: a soak compares it over time.
-    func reportOnSIGUSR1(on ring: RingLoop, open: @escaping @Sendable () -> Int) -> IOSource {
+    func reportOnSIGUSR1(
+        on ring: RingLoop,
+        open: @escaping @Sendable () -> Int,
+        openFiles: @escaping @Sendable () -> Int
+    ) -> IOSource {
         let source = IOSource.signal(SIGUSR1, queue: ring)
         source.setEventHandler {
             _ = Self.mallocTrim?(0)
-            print(self.json(open: open()))
+            print(self.json(open: open(), openFiles: openFiles()))
             fflush(nil)  // at once, also into a pipe: whoever sent the signal reads the line
         }
         source.resume()

@@ -631,7 +631,7 @@ func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 
 extension Array where Element == UInt8 {
     /// Whether `needle` occurs in these bytes.
-    fileprivate func containsSubsequence(_ needle: [UInt8]) -> Bool {
+    func containsSubsequence(_ needle: [UInt8]) -> Bool {
         guard !needle.isEmpty, needle.count <= self.count else { return needle.isEmpty }
         return (0...(self.count - needle.count)).contains { self[$0..<($0 + needle.count)].elementsEqual(needle) }
     }

@@ -150,6 +150,51 @@ extension HTTPStaticFileTests {
     }
 }
 
+extension HTTPStaticFileTests {
+    @Test(
+        "files kept open between requests are never stale: changed in place, replaced, swapped for a symlink out, removed",
+        arguments: deliveries
+    )
+    func keptFilesRevalidated(_ delivery: String) throws {
+        let tree = try StaticTree()
+        let path = tree.root + "/kept.txt"
+        try writeFile(path, Array("first version".utf8))
+        let server = try self.startServer(delivery, root: tree.root)
+        let client = try connectClient(port: server.port)
+        defer { close(client) }
+        var pending: [UInt8] = []
+        func get(_ target: String) -> Response? {
+            exchange(client, &pending, Array("GET \(target) HTTP/1.1\r\nHost: test\r\n\r\n".utf8))
+        }
+        #expect(get("/kept.txt")?.body == Array("first version".utf8))
+        // Changed in place, with its size and times as they were: the kept descriptor reads
+        // the file as it is now.
+        var info = stat()
+        try #require(stat(path, &info) == 0)
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        try #require(fd >= 0)
+        #expect(pwrite(fd, "FIRST", 5, 0) == 5)
+        var times = [info.st_atim, info.st_mtim]
+        #expect(futimens(fd, &times) == 0)
+        close(fd)
+        #expect(get("/kept.txt")?.body == Array("FIRST version".utf8))
+        // Replaced: another file renamed over it.
+        try writeFile(tree.root + "/kept.new", Array("second, longer version".utf8))
+        try #require(rename(tree.root + "/kept.new", path) == 0)
+        #expect(get("/kept.txt")?.body == Array("second, longer version".utf8))
+        // Swapped for a symlink that leads out of the root.
+        try #require(unlink(path) == 0)
+        try #require(symlink(tree.directory + "/outside/secret.txt", path) == 0)
+        let escaped = get("/kept.txt")
+        #expect(escaped?.status == 403, "\(String(describing: escaped))")
+        #expect(escaped.map { !$0.body.containsSubsequence(tree.secret) } ?? false)
+        // Removed.
+        try #require(unlink(path) == 0)
+        #expect(get("/kept.txt")?.status == 404)
+        #expect(server.stop(with: SIGTERM) == 0)
+    }
+}
+
 /// Files of the sizes that matter under the root: empty, one byte, 16 KiB, 1 MiB + 1 (random
 /// bytes) and a 64 MiB sparse file (ftruncate), zeros but for a few markers.
 private struct SizedFiles {

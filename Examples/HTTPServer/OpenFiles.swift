@@ -1,0 +1,131 @@
+//===----------------------------------------------------------------------===//
+// RingIO — example: the files the server keeps open between requests.
+//===----------------------------------------------------------------------===//
+
+import RingIO
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The files the server keeps open between requests, as nginx's `open_file_cache` does: for a
+/// file it served, the random-access channel it reads the file through (one per ring; its
+/// descriptor stays open) and what the request's path resolved to (no `realpath` per
+/// request). At most `--open-files` channels; when full, all are let go of and it fills again.
+///
+/// Never stale: every request still `stat`s its path, and a kept channel or resolved path
+/// serves it only when the path names the same file (device and inode) as when it was kept.
+/// A file replaced (renamed over, another inode) or removed is opened afresh; a file changed
+/// in place is read as it is now — the descriptor reads the file, not a copy of it.
+final class OpenFiles: Sendable {
+    /// Which file a path names.
+    struct Identity: Hashable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+
+        init(_ info: stat) {
+            self.device = UInt64(info.st_dev)
+            self.inode = UInt64(info.st_ino)
+        }
+    }
+
+    private struct Resolved {
+        let identity: Identity
+        let real: String
+    }
+
+    private struct Key: Hashable {
+        let ring: ObjectIdentifier
+        let real: String
+    }
+
+    private struct Open {
+        let identity: Identity
+        let channel: IOChannel
+    }
+
+    private struct State {
+        var resolved: [String: Resolved] = [:]
+        var open: [Key: Open] = [:]
+    }
+
+    /// The most channels kept; 0 keeps none (each request opens and closes its file).
+    let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// The resolved path recorded for the request path `path` when it still names `identity`.
+    func resolvedPath(of path: String, identity: Identity) -> String? {
+        guard self.capacity > 0 else { return nil }
+        return self.state.withLock { state in
+            guard let resolved = state.resolved[path], resolved.identity == identity else { return nil }
+            return resolved.real
+        }
+    }
+
+    /// Records that the request path `path` names `identity`, resolved to `real` (checked to
+    /// be inside the root).
+    func record(path: String, identity: Identity, real: String) {
+        guard self.capacity > 0 else { return }
+        self.state.withLock { state in
+            if state.resolved.count >= self.capacity * 4 { state.resolved.removeAll() }
+            state.resolved[path] = Resolved(identity: identity, real: real)
+        }
+    }
+
+    /// A random-access channel on the file `real` (which names `identity`) for reads scheduled
+    /// on `ring`: the one kept for it, or a new one, kept when there is room. Returns whether
+    /// it is kept: a channel that is not is the caller's to close once its read is done.
+    func channel(_ real: String, identity: Identity, ring: RingLoop) throws(Errno) -> (IOChannel, kept: Bool) {
+        let key = Key(ring: ObjectIdentifier(ring), real: real)
+        if self.capacity > 0 {
+            let kept = self.state.withLock { state -> IOChannel? in
+                guard let open = state.open[key], open.identity == identity else { return nil }
+                return open.channel
+            }
+            if let kept { return (kept, true) }
+        }
+        // Opened lazily on the ring, by the first read.
+        let channel = try IOChannel(
+            kind: .randomAccess,
+            path: FilePath(real),
+            mode: .readOnly,
+            queue: ring,
+            ring: ring
+        ) { _ in }
+        guard self.capacity > 0 else { return (channel, false) }
+        // Reads already scheduled on a channel let go of here still run: close waits for them.
+        let replaced: [IOChannel] = self.state.withLock { state in
+            var replaced: [IOChannel] = []
+            if let old = state.open.removeValue(forKey: key) {
+                replaced.append(old.channel)
+            } else if state.open.count >= self.capacity {
+                replaced = state.open.values.map(\.channel)
+                state.open.removeAll()
+            }
+            state.open[key] = Open(identity: identity, channel: channel)
+            return replaced
+        }
+        for old in replaced { old.close() }
+        return (channel, true)
+    }
+
+    /// The channels kept now (each holds a descriptor once its first read opened it).
+    var count: Int {
+        self.state.withLock { $0.open.count }
+    }
+
+    /// Closes every kept channel (the server is stopping).
+    func closeAll() {
+        let channels = self.state.withLock { state in
+            defer { state = State() }
+            return state.open.values.map(\.channel)
+        }
+        for channel in channels { channel.close() }
+    }
+}
