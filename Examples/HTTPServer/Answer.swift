@@ -181,6 +181,16 @@ extension Server {
                 keepAlive
             )
         }
+        // A path served before, when it still names the same regular file: no normalizing,
+        // no resolving (see `OpenFiles`).
+        if let known = self.openFiles.resolved(path) {
+            var info = stat()
+            if stat(known.filePath, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                OpenFiles.Identity(info) == known.identity
+            {
+                return self.answerFile(request, path: path, keepAlive: keepAlive, resolved: known, info: info)
+            }
+        }
         guard let relative = HTTPPath.normalized(path) else {
             return self.answer(
                 403,
@@ -220,31 +230,32 @@ extension Server {
                 )
             }
         }
-        // Symlinks may not lead out of the root. Resolved once for as long as the path names
-        // the same file.
-        let identity = OpenFiles.Identity(info)
-        let real: String
-        if let known = self.openFiles.resolvedPath(of: filePath, identity: identity) {
-            real = known
-        } else {
-            guard let resolved = Self.resolvedInside(root, filePath) else {
-                return self.answer(
-                    403,
-                    saying: "\(path) leads outside the served directory",
-                    to: request,
-                    path,
-                    keepAlive
-                )
-            }
-            real = resolved
-            if info.st_mode & S_IFMT == S_IFREG {
-                self.openFiles.record(path: filePath, identity: identity, real: real)
-            }
+        // Symlinks may not lead out of the root.
+        guard let real = Self.resolvedInside(root, filePath) else {
+            return self.answer(403, saying: "\(path) leads outside the served directory", to: request, path, keepAlive)
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
             return self.answer(404, saying: "\(path) is not a regular file", to: request, path, keepAlive)
         }
+        let resolved = OpenFiles.Resolved(
+            identity: OpenFiles.Identity(info),
+            filePath: filePath,
+            real: real,
+            contentType: StaticFile.contentType(of: filePath)
+        )
+        self.openFiles.record(path, resolved)
+        return self.answerFile(request, path: path, keepAlive: keepAlive, resolved: resolved, info: info)
+    }
 
+    /// The answer for the regular file `resolved` that `path` leads to, as `info` (its
+    /// `stat` now) describes it: validators, 304, ranges, the head, and the file to send.
+    private func answerFile(
+        _ request: HTTPRequest,
+        path: String,
+        keepAlive: Bool,
+        resolved: OpenFiles.Resolved,
+        info: stat
+    ) -> Answer {
         let file = StaticFile(info)
         let headers = request.head.headers
         let lastModified = HTTPDate.string(secondsSince1970: file.modifiedSecond)
@@ -264,7 +275,7 @@ extension Server {
         var offset = 0
         var length = file.size
         var fields: [(name: String, value: String)] = [
-            ("Content-Type", StaticFile.contentType(of: filePath)),
+            ("Content-Type", resolved.contentType),
             ("Accept-Ranges", "bytes"),
             ("ETag", file.etag),
             ("Last-Modified", lastModified),
@@ -296,7 +307,10 @@ extension Server {
         }
         let head = self.writer.serializeHead(response, for: request.head)
         guard request.method == .get, length > 0 else { return Answer(bytes: head, file: nil) }
-        return Answer(bytes: head, file: Answer.File(path: real, offset: offset, length: length, identity: identity))
+        return Answer(
+            bytes: head,
+            file: Answer.File(path: resolved.real, offset: offset, length: length, identity: resolved.identity)
+        )
     }
 
     /// `path` with every symlink resolved, when that is the root or inside it; `nil` when it

@@ -12,11 +12,13 @@ import Glibc
 
 /// The files the server keeps open between requests, as nginx's `open_file_cache` does: for a
 /// file it served, the random-access channel it reads the file through (one per ring; its
-/// descriptor stays open) and what the request's path resolved to (no `realpath` per
-/// request). At most `--open-files` channels; when full, all are let go of and it fills again.
+/// descriptor stays open) and what the request's path led to (no normalizing, `realpath` or
+/// media type lookup per request). At most `--open-files` channels; when full, all are let go of and it fills again.
 ///
-/// Never stale: every request still `stat`s its path, and a kept channel or resolved path
-/// serves it only when the path names the same file (device and inode) as when it was kept.
+/// Never stale: every request still `stat`s the file its path led to, and a kept channel or
+/// resolution serves it only when that names the same file (device and inode) as when it was
+/// kept; otherwise the path is normalized and resolved again (a symlink swapped to lead out of
+/// the root is refused then).
 /// A file replaced (renamed over, another inode) or removed is opened afresh; a file changed
 /// in place is read as it is now — the descriptor reads the file, not a copy of it.
 final class OpenFiles: Sendable {
@@ -31,9 +33,13 @@ final class OpenFiles: Sendable {
         }
     }
 
-    private struct Resolved {
+    /// What a request path led to: the file, the path it was found at (under the root, with
+    /// `index.html` for a directory), that path resolved, and its media type.
+    struct Resolved: Sendable {
         let identity: Identity
+        let filePath: String
         let real: String
+        let contentType: String
     }
 
     private struct Key: Hashable {
@@ -59,22 +65,20 @@ final class OpenFiles: Sendable {
         self.capacity = capacity
     }
 
-    /// The resolved path recorded for the request path `path` when it still names `identity`.
-    func resolvedPath(of path: String, identity: Identity) -> String? {
+    /// What the request path `path` led to last time. The caller checks, with a `stat` of
+    /// `filePath`, that it still leads to the same file (``Resolved/identity``).
+    func resolved(_ path: String) -> Resolved? {
         guard self.capacity > 0 else { return nil }
-        return self.state.withLock { state in
-            guard let resolved = state.resolved[path], resolved.identity == identity else { return nil }
-            return resolved.real
-        }
+        return self.state.withLock { $0.resolved[path] }
     }
 
-    /// Records that the request path `path` names `identity`, resolved to `real` (checked to
-    /// be inside the root).
-    func record(path: String, identity: Identity, real: String) {
+    /// Records what the request path `path` led to: a regular file, `resolved.real` checked to
+    /// be inside the root.
+    func record(_ path: String, _ resolved: Resolved) {
         guard self.capacity > 0 else { return }
         self.state.withLock { state in
             if state.resolved.count >= self.capacity * 4 { state.resolved.removeAll() }
-            state.resolved[path] = Resolved(identity: identity, real: real)
+            state.resolved[path] = resolved
         }
     }
 
