@@ -31,6 +31,9 @@ PAUSE = 0.002
 
 ECHO_PAYLOAD = b"x" * 64
 HTTP_REQUEST = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
+# The static file of the "file" client: 16 KiB under --root, deterministic bytes.
+STATIC_FILE = bytes((index * 31 + 7) % 251 for index in range(16384))
+STATIC_REQUEST = b"GET /file-16KiB.bin HTTP/1.1\r\nHost: localhost\r\n\r\n"
 PIPELINE_DEPTH = 16
 
 # name: (server product, server arguments, client, operations per exchange[, tolerance in percent])
@@ -54,6 +57,9 @@ CASES = {
     "http_hello_keepalive_async": ("http-server", ["--api", "async"], "http", 1),
     "http_hello_pipelined16_handlers": ("http-server", ["--api", "handlers"], "http", PIPELINE_DEPTH),
     "http_hello_pipelined16_async": ("http-server", ["--api", "async"], "http", PIPELINE_DEPTH),
+    # A 16 KiB static file under --root ({root}: a directory in --work holding it), kept-alive.
+    "http_file16k_keepalive_handlers": ("http-server", ["--api", "handlers", "--root", "{root}"], "file", 1),
+    "http_file16k_keepalive_async": ("http-server", ["--api", "async", "--root", "{root}"], "file", 1),
 }
 
 
@@ -171,6 +177,9 @@ class Client:
                 received += self._receive()
             if received != ECHO_PAYLOAD:
                 raise Failure(f"echo answered {received!r}")
+        elif self.kind == "file":
+            self.socket.sendall(STATIC_REQUEST)
+            self._response(STATIC_FILE)
         else:
             self.socket.sendall(HTTP_REQUEST * self.depth)
             for _ in range(self.depth):
@@ -182,7 +191,7 @@ class Client:
             raise Failure("the server closed the connection")
         return chunk
 
-    def _response(self):
+    def _response(self, expected=b"Hello, World!"):
         while b"\r\n\r\n" not in self.pending:
             self.pending += self._receive()
         head, self.pending = self.pending.split(b"\r\n\r\n", 1)
@@ -193,8 +202,8 @@ class Client:
         while len(self.pending) < length:
             self.pending += self._receive()
         body, self.pending = self.pending[:length], self.pending[length:]
-        if body != b"Hello, World!":
-            raise Failure(f"the server answered the body {body!r}")
+        if body != expected:
+            raise Failure(f"the server answered a body of {len(body)} bytes: {body[:40]!r}…")
 
     def close(self):
         self.socket.close()
@@ -203,6 +212,12 @@ class Client:
 def measure(name, binaries, work):
     """Instructions per operation of case `name`, from one server process."""
     product, arguments, kind, depth = CASES[name][:4]
+    if "{root}" in arguments:
+        root = os.path.join(work, "root")
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, "file-16KiB.bin"), "wb") as file:
+            file.write(STATIC_FILE)
+        arguments = [root if argument == "{root}" else argument for argument in arguments]
     server = Server(os.path.join(binaries, product), arguments, work, name)
     try:
         client = Client(server.port, kind, depth)
