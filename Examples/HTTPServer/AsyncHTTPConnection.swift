@@ -163,17 +163,23 @@ struct AsyncHTTPConnection {
         defer { stats?.readFinished() }
         var sent = 0
         var head: ByteRope? = batch
-        for try await chunk in channel.reads(offset: Int64(file.offset), length: file.length) {
-            sent += chunk.count
-            if var bytes = head.take() {
-                bytes.append(chunk)
-                try await self.write(bytes)
-            } else {
-                try await self.write(chunk)
+        do throws(Errno) {
+            for try await chunk in channel.reads(offset: Int64(file.offset), length: file.length) {
+                sent += chunk.count
+                if var bytes = head.take() {
+                    bytes.append(chunk)
+                    try await self.write(bytes)
+                } else {
+                    try await self.write(chunk)
+                }
             }
+            if let head { try await self.write(head) }  // the answers before it (an empty read)
+            if sent != file.length { throw Errno.ioError }
+        } catch {
+            // The file may be what failed: the next request opens it afresh.
+            if kept { self.server.openFiles.forget(channel, file.path, ring: ring) }
+            throw error
         }
-        if let head { try await self.write(head) }  // the answers before it (an empty read)
-        if sent != file.length { throw Errno.ioError }
     }
 
     /// Writes `bytes` to the socket (counted with `--stats`). Inlined: a call to an async

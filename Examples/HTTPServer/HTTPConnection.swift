@@ -297,6 +297,7 @@ final class HTTPConnection: @unchecked Sendable {
             if !kept { channel.close() }
             self.busy = false
             if error != nil || self.fileBytesSent != file.length {
+                if kept { self.server.openFiles.forget(channel, file.path, ring: self.ring) }
                 self.flush()  // the answers before this one
                 self.fail()  // the head promised `length` bytes: the connection cannot go on
             } else {

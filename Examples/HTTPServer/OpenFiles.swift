@@ -103,20 +103,35 @@ final class OpenFiles: Sendable {
             ring: ring
         ) { _ in }
         guard self.capacity > 0 else { return (channel, false) }
-        // Reads already scheduled on a channel let go of here still run: close waits for them.
-        let replaced: [IOChannel] = self.state.withLock { state in
-            var replaced: [IOChannel] = []
+        // A channel let go of here is not closed: a connection may have just taken it and not
+        // yet scheduled its read. It closes when its last reference goes (`IOChannel`'s deinit
+        // closes it, after the reads scheduled on it).
+        // What is let go of is returned, to be dropped outside the lock.
+        _ = self.state.withLock { state -> [Open] in
+            var replaced: [Open] = []
             if let old = state.open.removeValue(forKey: key) {
-                replaced.append(old.channel)
+                replaced.append(old)
             } else if state.open.count >= self.capacity {
-                replaced = state.open.values.map(\.channel)
+                replaced = Array(state.open.values)
                 state.open.removeAll()
             }
             state.open[key] = Open(identity: identity, channel: channel)
             return replaced
         }
-        for old in replaced { old.close() }
         return (channel, true)
+    }
+
+    /// Lets go of `channel`, kept for the file `real` on `ring`, after a read of it failed (the
+    /// file could not be opened — its permissions — or was shorter than its `stat` said): the
+    /// next request opens the file afresh rather than meet the same error for as long as the
+    /// file's identity stays the same.
+    func forget(_ channel: IOChannel, _ real: String, ring: RingLoop) {
+        let key = Key(ring: ObjectIdentifier(ring), real: real)
+        // Returned, to be dropped outside the lock.
+        _ = self.state.withLock { state -> Open? in
+            guard let open = state.open[key], open.channel === channel else { return nil }
+            return state.open.removeValue(forKey: key)
+        }
     }
 
     /// The channels kept now (each holds a descriptor once its first read opened it).
