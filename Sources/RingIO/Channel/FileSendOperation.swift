@@ -2,7 +2,6 @@
 // RingIO — channels: sending a range of a file without the bytes entering user space.
 //===----------------------------------------------------------------------===//
 
-import CLiburing
 import Synchronization
 import SystemPackage
 
@@ -32,18 +31,17 @@ internal final class _SplicePipe {
 
     /// A new pipe, close-on-exec, of up to `capacity` bytes (at least the system's default).
     static func make(capacity: Int) throws(Errno) -> _SplicePipe {
-        var ends: (CInt, CInt) = (-1, -1)
-        let result = withUnsafeMutableBytes(of: &ends) {
-            CLiburing_pipe_cloexec($0.baseAddress!.assumingMemoryBound(to: CInt.self))
+        let ends = try _POSIX.pipe()
+        // Growing it may fail (the user's pipe quota): it then serves as it is, in more rounds.
+        // Its real size matters: a chunk larger than the pipe would never fit (the fill would
+        // wait for the drain linked after it).
+        let size = _POSIX.resizePipe(ends.write, toHold: capacity)
+        guard size > 0 else {
+            _POSIX.close(ends.read)
+            _POSIX.close(ends.write)
+            throw Errno(rawValue: errno)
         }
-        guard result == 0 else { throw Errno(rawValue: errno) }
-        // Growing it may fail (the user's pipe quota); the default size then serves, in more
-        // rounds.
-        if capacity > 65_536 {
-            _ = fcntl(ends.1, CLiburing_F_SETPIPE_SZ, CInt(clamping: capacity))
-        }
-        let size = fcntl(ends.1, CLiburing_F_GETPIPE_SZ)
-        return _SplicePipe(readEnd: ends.0, writeEnd: ends.1, capacity: size > 0 ? Int(size) : 65_536)
+        return _SplicePipe(readEnd: ends.read, writeEnd: ends.write, capacity: size)
     }
 
     deinit {

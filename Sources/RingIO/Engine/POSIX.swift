@@ -102,6 +102,30 @@ internal enum _POSIX {
         return Int(count)
     }
 
+    // MARK: Pipes
+
+    /// A new pipe, both ends close-on-exec: (read end, write end). The corresponding C
+    /// function is `pipe2` with `O_CLOEXEC`.
+    internal static func pipe() throws(Errno) -> (read: CInt, write: CInt) {
+        var ends: (CInt, CInt) = (-1, -1)
+        _ = try withUnsafeMutableBytes(of: &ends) { (buffer) throws(Errno) in
+            try self.retrying { CLiburing_pipe_cloexec(buffer.baseAddress!.assumingMemoryBound(to: CInt.self)) }
+        }
+        return (ends.0, ends.1)
+    }
+
+    /// Asks for the pipe of `fd` to hold at least `capacity` bytes (when that is more than it
+    /// holds) and returns what it holds now, or -1: growing may fail (the user's pipe quota,
+    /// `/proc/sys/fs/pipe-max-size`) and leave it as it was — which may be less than the
+    /// default, for a user over the soft quota. The corresponding C calls are `fcntl` with
+    /// `F_GETPIPE_SZ` and `F_SETPIPE_SZ`.
+    internal static func resizePipe(_ fd: CInt, toHold capacity: Int) -> Int {
+        let size = Int(fcntl(fd, CLiburing_F_GETPIPE_SZ))
+        guard size >= 0, capacity > size else { return size }
+        let grown = fcntl(fd, CLiburing_F_SETPIPE_SZ, CInt(clamping: capacity))
+        return grown > 0 ? Int(grown) : size
+    }
+
     // MARK: Sockets
 
     /// A new socket of `family` and `type` (flags such as `SOCK_CLOEXEC` included). The
