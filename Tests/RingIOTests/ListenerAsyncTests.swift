@@ -396,6 +396,51 @@ struct ListenerAsyncTests {
         }
     }
 
+    @Test("close() while clients connect: every connection counted before it is produced, 400 rounds")
+    func closeWhileAccepting() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop(entries: 64)
+            defer { ring.shutdown() }
+            var failures: [String] = []
+            for round in 0..<400 where failures.count < 5 {
+                let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
+                let port = listener.port
+                // Clients connect back to back on a thread of their own while the listener is
+                // closed after a few of them: some accepts are on their way when it closes.
+                let clients = Task(executorPreference: testTaskExecutor) {
+                    await onThread { () -> [CInt] in
+                        var fds: [CInt] = []
+                        for _ in 0..<24 {
+                            guard case .success(let fd) = connectClient("127.0.0.1", port) else { break }
+                            fds.append(fd)
+                        }
+                        return fds
+                    }
+                }
+                let threshold = 1 + round % 12
+                _ = await waitUntil(seconds: 5) { listener.openConnections >= threshold }
+                let counted = listener.openConnections
+                listener.close()
+                let drained = await bounded(seconds: 10) { () async throws -> Int in
+                    var count = 0
+                    for try await connection in listener.connections() {
+                        count += 1
+                        connection.channel.close()
+                    }
+                    return count
+                }
+                for fd in await clients.value { close(fd) }
+                let produced = (try? drained?.get()) ?? -1
+                if produced < counted {
+                    failures.append("round \(round): \(counted) counted before close(), \(produced) produced")
+                }
+                let released = await waitUntil(seconds: 5) { listener.openConnections == 0 }
+                if !released { failures.append("round \(round): \(listener.openConnections) still open") }
+            }
+            #expect(failures.isEmpty, "\(failures)")
+        }
+    }
+
     @Test("group.shutdown() with handler listeners open returns promptly")
     func shutdownWithHandlerListeners() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {

@@ -181,26 +181,52 @@ internal final class _ConnectionQueue: Sendable {
 
     var isFull: Bool { self.count.load(ordering: .acquiring) >= Self.limit }
 
-    /// Adds an accepted connection, or closes it when the listener is closed. A ring thread.
-    func push(_ connection: IOConnection) {
+    /// What ``push(accepted:on:shared:)`` did with a descriptor.
+    enum PushOutcome {
+        /// Counted as live and queued (or handed to the waiting task): the connection is the
+        /// iteration's.
+        case counted
+        /// Not taken: the queue is at its limit or the listener at its cap. The caller holds
+        /// the descriptor and offers it again when accepting resumes.
+        case full
+        /// Not taken: the iteration has ended. The caller closes the descriptor.
+        case ended
+    }
+
+    /// Counts an accepted descriptor as a live connection of `shared` and queues it as an
+    /// ``IOConnection`` on `ring`, all under the lock ``end(failing:)`` takes: a connection
+    /// counted in ``IOListener/openConnections`` is produced by the iteration even when the
+    /// listener is closed the instant after (it was counted before the iteration's end was
+    /// decided). `ring`'s thread.
+    func push(accepted fd: CInt, on ring: RingLoop, shared: _ListenerState) -> PushOutcome {
         enum Outcome {
-            case queued, refused
-            case handed(UnsafeContinuation<Result<IOConnection?, Errno>, Never>)
+            case counted, full, ended
+            case handed(UnsafeContinuation<Result<IOConnection?, Errno>, Never>, IOConnection)
         }
         let outcome: Outcome = self.state.withLock { state in
-            if state.ended { return .refused }
+            if state.ended { return .ended }
+            if self.count.load(ordering: .relaxed) >= Self.limit { return .full }
+            let live = shared.live.add(1, ordering: .acquiringAndReleasing).newValue
+            if live > shared.options.maxConnections {
+                shared.live.subtract(1, ordering: .acquiringAndReleasing)
+                return .full
+            }
+            let connection = IOConnection(accepted: fd, on: ring, shared: shared)
             if let waiter = state.waiter {
                 state.waiter = nil
-                return .handed(waiter)
+                return .handed(waiter, connection)
             }
             state.connections.append(connection)
             self.count.add(1, ordering: .releasing)
-            return .queued
+            return .counted
         }
         switch outcome {
-        case .queued: break
-        case .refused: connection.channel.close()
-        case .handed(let waiter): waiter.resume(returning: .success(connection))
+        case .counted: return .counted
+        case .full: return .full
+        case .ended: return .ended
+        case .handed(let waiter, let connection):
+            waiter.resume(returning: .success(connection))
+            return .counted
         }
     }
 

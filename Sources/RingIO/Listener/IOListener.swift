@@ -464,10 +464,8 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
             self.ring.core.deliver(on: self.shared.queue) { handler(.failed(error)) }
             return
         }
-        if !self.held.isEmpty || !self.takeSlot() {
+        if !self.held.isEmpty || !self.handOut(connection) {
             self.held.append(connection)
-        } else {
-            self.handOut(connection)
         }
         if self.shared.mustPause, let armed = self.armed {
             // At the cap: stop the multishot; accepting resumes when a connection closes.
@@ -475,33 +473,35 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
         }
     }
 
-    /// Counts one more live connection, unless that would pass the cap (or the async
-    /// iteration is too far behind).
-    private func takeSlot() -> Bool {
-        if let connections = self.shared.connections, connections.isFull { return false }
+    private func handOutHeld() {
+        self.ring.core.assertOnRingThread()
+        while let first = self.held.first, self.handOut(first) {
+            self.held.removeFirst()
+        }
+    }
+
+    /// Hands `connection` out (to the handler, or to the async iteration) and counts it as
+    /// live, unless that would pass the cap or the async iteration is too far behind: then
+    /// `false`, and the caller holds it.
+    private func handOut(_ connection: CInt) -> Bool {
+        self.ring.core.assertOnRingThread()
+        if let connections = self.shared.connections {
+            switch connections.push(accepted: connection, on: self.ring, shared: self.shared) {
+            case .counted: return true
+            case .full: return false
+            case .ended:
+                _POSIX.close(connection)  // never counted, never produced
+                return true
+            }
+        }
         let live = self.shared.live.add(1, ordering: .acquiringAndReleasing).newValue
         if live > self.shared.options.maxConnections {
             self.shared.live.subtract(1, ordering: .acquiringAndReleasing)
             return false
         }
-        return true
-    }
-
-    private func handOutHeld() {
-        self.ring.core.assertOnRingThread()
-        while !self.held.isEmpty && self.takeSlot() {
-            self.handOut(self.held.removeFirst())
-        }
-    }
-
-    private func handOut(_ connection: CInt) {
-        self.ring.core.assertOnRingThread()
-        if let connections = self.shared.connections {
-            connections.push(IOConnection(accepted: connection, on: self.ring, shared: self.shared))
-            return
-        }
         let handler = self.shared.handler
         self.ring.core.deliver(on: self.shared.queue) { handler(.accepted(connection)) }
+        return true
     }
 
     private func failed(_ error: Errno) {
