@@ -102,6 +102,30 @@ internal enum _POSIX {
         return Int(count)
     }
 
+    // MARK: Mappings
+
+    /// Maps `length` bytes of file `fd` from `offset` (a multiple of the page size), shared
+    /// and read-only. The corresponding C function is `mmap` (`PROT_READ`, `MAP_SHARED`).
+    ///
+    /// - Throws: EACCES for a descriptor not open for reading; ENODEV for a file that cannot
+    ///   be mapped (a pipe, a socket); ENOMEM when the address space is exhausted.
+    internal static func mapForReading(_ fd: CInt, offset: Int64, length: Int) throws(Errno) -> UnsafeRawBufferPointer {
+        precondition(length > 0 && offset >= 0, "RingIO: an empty or negative mapping")
+        guard let base = mmap(nil, length, PROT_READ, MAP_SHARED, fd, off_t(offset)), base != MAP_FAILED else {
+            throw Errno(rawValue: errno)
+        }
+        return UnsafeRawBufferPointer(start: base, count: length)
+    }
+
+    /// Removes a mapping made by ``mapForReading(_:offset:length:)``. The corresponding C
+    /// function is `munmap`.
+    ///
+    /// - Precondition: `mapping` is exactly such a mapping (EINVAL otherwise: a bug).
+    internal static func unmap(_ mapping: UnsafeRawBufferPointer) {
+        let result = munmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress), mapping.count)
+        precondition(result == 0, "RingIO: munmap failed (errno \(errno))")
+    }
+
     // MARK: Pipes
 
     /// A new pipe, both ends close-on-exec: (read end, write end). The corresponding C
