@@ -10,39 +10,29 @@ import SystemPackage
 import Glibc
 #endif
 
-/// The answer to one request: the response's bytes, and for a `GET` of a non-empty file (or
-/// range of one), the part of the file whose bytes follow them on the socket.
+/// The answer to one request: the response's bytes — for a small file, its head and the
+/// file's bytes as a subrange of the file's mapping — and for a large range of a file, the
+/// range to splice after them.
 struct Answer {
-    /// Bytes of a file to send after ``Answer/bytes`` (its head).
-    struct File: Sendable {
-        /// The resolved path, inside the root.
-        let path: String
+    /// A range of a file whose bytes follow ``Answer/bytes`` (its head) on the socket, spliced
+    /// from the page cache with `IOChannel.write(contentsOf:)`.
+    struct Splice: Sendable {
+        /// The file, open; held until the splice is done.
+        let file: OpenFiles.File
         /// Where the bytes to send start in the file.
         let offset: Int
         /// How many bytes to send from `offset`: what the head's `Content-Length` announced.
         let length: Int
-        /// Which file it is, as the request's `stat` found it.
-        let identity: OpenFiles.Identity
 
-        /// From this length on, the range goes from the page cache to the socket by splice,
-        /// never copied through memory; a shorter one costs less read and written (README,
-        /// "Files to sockets": splice's hop to an io_uring worker outweighs the copy there).
-        static let spliceThreshold = 128 << 10
-
-        /// Whether the range is spliced (see ``spliceThreshold``).
-        var isSpliced: Bool { self.length >= Self.spliceThreshold }
-
-        /// The file, open for reading; the caller closes it.
-        func openForSplice() throws(Errno) -> FileDescriptor {
-            let fd = Glibc.open(self.path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw Errno(rawValue: errno) }
-            return FileDescriptor(rawValue: fd)
-        }
+        /// From this length on, a range is spliced; a shorter one of a mapped file is written
+        /// from the mapping (README, "Files to sockets": splice's hop to an io_uring worker
+        /// outweighs the copy for small ranges).
+        static let threshold = 128 << 10
     }
 
-    /// The serialized response (for a file: its head only).
+    /// The serialized response (for a spliced range: its head only).
     var bytes: ByteRope
-    var file: File?
+    var splice: Splice?
 }
 
 extension Server {
@@ -143,7 +133,7 @@ extension Server {
         if self.accessLog {
             self.log(method: request.method.rawValue, path: path, status: status, bytes: body.count)
         }
-        return Answer(bytes: self.writer.serialize(response, for: request.head), file: nil)
+        return Answer(bytes: self.writer.serialize(response, for: request.head), splice: nil)
     }
 
     /// A 3xx, 4xx or 5xx response with a short `text/plain` body saying why, such as
@@ -268,7 +258,7 @@ extension Server {
             if self.accessLog {
                 self.log(method: request.method.rawValue, path: path, status: .notModified, bytes: 0)
             }
-            return Answer(bytes: self.writer.serializeHead(response, for: request.head), file: nil)
+            return Answer(bytes: self.writer.serializeHead(response, for: request.head), splice: nil)
         }
 
         var status = HTTPStatus.ok
@@ -301,16 +291,28 @@ extension Server {
             }
         }
         fields.append(("Content-Length", String(length)))
+        // The file, for a body: kept open (and mapped when small) between requests.
+        var opened: OpenFiles.File?
+        if request.method == .get && length > 0 {
+            do throws(Errno) {
+                opened = try self.openFiles.file(resolved.real, identity: resolved.identity, size: file.size)
+            } catch .permissionDenied {
+                return self.answer(403, saying: "\(path) is not readable", to: request, path, keepAlive)
+            } catch {
+                return self.answer(500, saying: "\(path) could not be opened: \(error)", to: request, path, keepAlive)
+            }
+        }
         let response = HTTPResponse(status: status, headers: fields, closeConnection: !keepAlive)
         if self.accessLog {
             self.log(method: request.method.rawValue, path: path, status: status, bytes: length)
         }
-        let head = self.writer.serializeHead(response, for: request.head)
-        guard request.method == .get, length > 0 else { return Answer(bytes: head, file: nil) }
-        return Answer(
-            bytes: head,
-            file: Answer.File(path: resolved.real, offset: offset, length: length, identity: resolved.identity)
-        )
+        var head = self.writer.serializeHead(response, for: request.head)
+        guard let opened else { return Answer(bytes: head, splice: nil) }
+        if let mapped = opened.mapped, length < Answer.Splice.threshold {
+            head.append(mapped.subrange(offset..<offset + length))
+            return Answer(bytes: head, splice: nil)
+        }
+        return Answer(bytes: head, splice: Answer.Splice(file: opened, offset: offset, length: length))
     }
 
     /// `path` with every symlink resolved, when that is the root or inside it; `nil` when it

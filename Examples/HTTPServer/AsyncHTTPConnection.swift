@@ -10,8 +10,8 @@ import SystemPackage
 /// loop of awaits that each complete on the ring thread.
 ///
 /// The same behaviour as ``HTTPConnection`` in a straight line: the responses to the requests
-/// that one read delivers go out as one write; a file's head ends its batch and its bytes
-/// follow, chunk by chunk as they are read (the rope regions they were read into — no copy);
+/// that one read delivers go out as one write, a small file's bytes with its head (from the
+/// file's mapping); a large range's head ends its batch and the range is spliced after it;
 /// requests received meanwhile wait in the parser. A parse error or a header timeout is
 /// answered after the requests before it, then the connection closes.
 ///
@@ -88,10 +88,11 @@ struct AsyncHTTPConnection {
             if !keepAlive { closing = true }  // later pipelined requests are not answered
             let answer = self.server.answer(to: request, keepAlive: keepAlive)
             batch.append(answer.bytes)
-            if let file = answer.file {
-                // The head ends the batch: the file's bytes follow it on the socket.
-                try await self.send(file, after: batch)
+            if let splice = answer.splice {
+                // The head ends the batch: the file's bytes are spliced after it.
+                try await self.write(batch)
                 batch = ByteRope()
+                try await self.send(splice)
             }
         }
         if !closing {
@@ -132,54 +133,22 @@ struct AsyncHTTPConnection {
         return self.idleTicks > self.server.configuration.idleTimeout || self.server.stopping.load(ordering: .relaxed)
     }
 
-    /// Writes `batch`, which ends with a file's head, and the file's bytes after it (the range
-    /// the head announced): a large range spliced from the page cache to the socket; a small
-    /// one read through a random-access channel on this ring, each chunk written to the socket
-    /// as it was read — the first one with the batch, in one write.
+    /// Sends a large range of a file from the page cache to the socket, after its head, with
+    /// no copy through memory. (A small file's bytes went with its head, from the file's
+    /// mapping.)
     ///
-    /// - Throws: The read's, the write's or the splice's error; EIO (read) or ENODATA
-    ///   (splice) when the file was shorter than its head said (the connection cannot go on).
-    private func send(_ file: Answer.File, after batch: ByteRope) async throws(Errno) {
-        if file.isSpliced {
-            try await self.write(batch)
-            // From the page cache to the socket, with no copy through memory.
-            let descriptor = try file.openForSplice()
-            defer { try? descriptor.close() }
-            let stats = self.server.stats
-            stats?.readStarted()
-            defer { stats?.readFinished() }
-            try await self.connection.channel.write(
-                contentsOf: descriptor,
-                offset: Int64(file.offset),
-                length: file.length
-            )
-            return
-        }
-        let ring = self.connection.ring
-        let (channel, kept) = try self.server.openFiles.channel(file.path, identity: file.identity, ring: ring)
-        defer { if !kept { channel.close() } }
+    /// - Throws: The splice's error: ENODATA when the file was shorter than its head said (the
+    ///   connection cannot go on), EPIPE or ECONNRESET when the peer is gone.
+    private func send(_ splice: Answer.Splice) async throws(Errno) {
         let stats = self.server.stats
         stats?.readStarted()
         defer { stats?.readFinished() }
-        var sent = 0
-        var head: ByteRope? = batch
-        do throws(Errno) {
-            for try await chunk in channel.reads(offset: Int64(file.offset), length: file.length) {
-                sent += chunk.count
-                if var bytes = head.take() {
-                    bytes.append(chunk)
-                    try await self.write(bytes)
-                } else {
-                    try await self.write(chunk)
-                }
-            }
-            if let head { try await self.write(head) }  // the answers before it (an empty read)
-            if sent != file.length { throw Errno.ioError }
-        } catch {
-            // The file may be what failed: the next request opens it afresh.
-            if kept { self.server.openFiles.forget(channel, file.path, ring: ring) }
-            throw error
-        }
+        try await self.connection.channel.write(
+            contentsOf: splice.file.descriptor,
+            offset: Int64(splice.offset),
+            length: splice.length
+        )
+        withExtendedLifetime(splice.file) {}  // its descriptor stays open until here
     }
 
     /// Writes `bytes` to the socket (counted with `--stats`). Inlined: a call to an async

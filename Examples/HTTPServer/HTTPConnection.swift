@@ -18,11 +18,12 @@ import Glibc
 /// **Batches.** The responses to the requests that one read delivers go out as one write:
 /// each is serialized and appended to `batch` (rope concatenation: no bytes copied), and the
 /// batch is written once they are all answered — one write operation, one send, for 16
-/// pipelined requests as for one. The order stays the request order. A static file's head is
-/// the last response of its batch, which is written before the file is read; the file's chunks
-/// follow as they are read, and the requests after it wait in `pending` until it is out. A
-/// `100 Continue` joins the batch after the responses to the requests before it (or waits for
-/// a file being streamed). `Connection: close` ends the batch; the connection closes once it
+/// pipelined requests as for one. The order stays the request order. A small static file
+/// joins the batch whole, its head and its bytes (a subrange of the file's mapping, see
+/// `OpenFiles`); a large range's head is the last response of its batch, which is written
+/// before the range is spliced after it, and the requests after it wait in `pending` until it
+/// is out. A `100 Continue` joins the batch after the responses to the requests before it (or
+/// waits for a file being spliced). `Connection: close` ends the batch; the connection closes once it
 /// is written. A parse error (400, 413, …) or a header timeout (408) is answered after the
 /// requests before it, then the connection closes.
 ///
@@ -37,7 +38,6 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Immutable after init
     private let channel: IOChannel
-    private let ring: RingLoop
     /// Where this connection's handlers (and its ticks) run.
     let queue: any IOQueue
     private let server: Server
@@ -51,14 +51,14 @@ final class HTTPConnection: @unchecked Sendable {
     /// allocation per response. It holds the connection; the channel's cleanup drops it.
     private var written: (@Sendable (Bool, ByteRope?, Errno?) -> Void)?
     private var parser: HTTPRequestParser
-    /// Parsed requests not yet answered: they wait while a file is streamed.
+    /// Parsed requests not yet answered: they wait while a file is spliced.
     private var pending: [HTTPRequest] = []
     /// Responses serialized and not yet written: written by `flush()`, as one operation.
     private var batch = ByteRope()
     /// The request being received asked for `100 Continue`, which is not sent yet (the
     /// responses before it go first).
     private var continueOwed = false
-    /// A file response is being streamed: later requests wait for it.
+    /// A large file range is being spliced: later requests wait for it.
     private var busy = false
     /// Close once the responses queued so far are written.
     private var closing = false
@@ -66,8 +66,6 @@ final class HTTPConnection: @unchecked Sendable {
     private var inputEnded = false
     private var closed = false
     private var writesInFlight = 0
-    /// Bytes of the file being streamed handed to the socket so far.
-    private var fileBytesSent = 0
     /// Sweeper ticks since bytes last arrived (or since the connection was accepted).
     private var idleTicks = 0
     /// Sweeper ticks since the current request's first bytes arrived; `nil` between requests.
@@ -82,7 +80,6 @@ final class HTTPConnection: @unchecked Sendable {
         server: Server,
         onClose: @escaping @Sendable (HTTPConnection) -> Void
     ) {
-        self.ring = ring
         self.queue = queue
         self.server = server
         self.stats = server.stats
@@ -146,14 +143,14 @@ final class HTTPConnection: @unchecked Sendable {
         }
         if done {
             // EOF, a reset or a stop: answer what is complete — the requests waiting for a file
-            // being streamed too — then close.
+            // being spliced too — then close.
             self.inputEnded = true
             self.process()
         }
     }
 
     /// Appends `data` to the parser and answers the requests it completes, in order, into the
-    /// batch — or queues them while a file is streamed.
+    /// batch — or queues them while a file is spliced.
     ///
     /// The parser comes inout: one exclusive access for the whole parse rather than one per
     /// call. Nothing called from here may touch `self.parser` (that would trap).
@@ -168,7 +165,7 @@ final class HTTPConnection: @unchecked Sendable {
                 if self.busy {
                     self.pending.append(request)
                 } else {
-                    assert(self.pending.isEmpty, "requests wait only while a file is streamed")
+                    assert(self.pending.isEmpty, "requests wait only while a file is spliced")
                     self.respond(to: request)
                 }
             }
@@ -215,7 +212,7 @@ final class HTTPConnection: @unchecked Sendable {
         self.failureStatus = status
     }
 
-    /// Answers the pending requests in order into the batch (until a file must be streamed or
+    /// Answers the pending requests in order into the batch (until a file must be spliced or
     /// the connection is to close), then what is owed after them, and writes the batch.
     private func process() {
         if !self.pending.isEmpty {
@@ -255,79 +252,29 @@ final class HTTPConnection: @unchecked Sendable {
         }
         let answer = self.server.answer(to: request, keepAlive: keepAlive)
         self.batch.append(answer.bytes)
-        if let file = answer.file {
-            // The head ends the batch: the file's bytes follow it on the socket — spliced after
-            // it, or read and written with it in one write (see `stream(_:)`).
-            if file.isSpliced { self.flush() }
-            self.stream(file)
-        }
-    }
-
-    // MARK: Static files
-
-    /// Sends the file's bytes (the range the head announced): a large range spliced (see
-    /// `splice(_:)`); a small one read through a random-access channel, each chunk written to
-    /// the socket as the rope region it was read into — no copy in between — the first one
-    /// in one write with the batch, which ends with the file's head (one send, one segment
-    /// for a small file). Later requests wait.
-    private func stream(_ file: Answer.File) {
-        if file.isSpliced {
-            self.splice(file)
-            return
-        }
-        let channel: IOChannel
-        let kept: Bool
-        do throws(Errno) {
-            (channel, kept) = try self.server.openFiles.channel(file.path, identity: file.identity, ring: self.ring)
-        } catch {
-            self.fail()
-            return
-        }
-        self.busy = true
-        self.fileBytesSent = 0
-        self.stats?.readStarted()
-        channel.read(offset: Int64(file.offset), length: file.length, queue: self.queue) { done, data, error in
-            if let data, !data.isEmpty {
-                self.fileBytesSent += data.count
-                self.batch.append(data)
-                self.flush()
-            }
-            guard done else { return }
-            self.stats?.readFinished()
-            if !kept { channel.close() }
-            self.busy = false
-            if error != nil || self.fileBytesSent != file.length {
-                if kept { self.server.openFiles.forget(channel, file.path, ring: self.ring) }
-                self.flush()  // the answers before this one
-                self.fail()  // the head promised `length` bytes: the connection cannot go on
-            } else {
-                self.process()
-            }
+        if let splice = answer.splice {
+            // The head ends the batch: the file's bytes are spliced after it.
+            self.flush()
+            self.splice(splice)
         }
     }
 
     // MARK: Writing and closing
 
-    /// Sends a large file's range from the page cache to the socket, after the head and with
-    /// no copy through memory (`IOChannel.write(contentsOf:)`). Later requests wait.
-    private func splice(_ file: Answer.File) {
-        let descriptor: FileDescriptor
-        do throws(Errno) {
-            descriptor = try file.openForSplice()
-        } catch {
-            self.fail()
-            return
-        }
+    /// Sends a large range of a file from the page cache to the socket, after the head and
+    /// with no copy through memory (`IOChannel.write(contentsOf:)`). Later requests wait.
+    /// (A small file's bytes went with its head, from the file's mapping.)
+    private func splice(_ splice: Answer.Splice) {
         self.busy = true
         self.stats?.readStarted()
         self.channel.write(
-            contentsOf: descriptor,
-            offset: Int64(file.offset),
-            length: file.length,
+            contentsOf: splice.file.descriptor,
+            offset: Int64(splice.offset),
+            length: splice.length,
             queue: self.queue
         ) { done, _, error in
             guard done else { return }
-            try? descriptor.close()
+            withExtendedLifetime(splice.file) {}  // its descriptor stays open until here
             self.stats?.readFinished()
             self.busy = false
             if error != nil {

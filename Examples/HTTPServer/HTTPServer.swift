@@ -74,7 +74,7 @@ struct HTTPServer: ParsableCommand {
 
     @Option(
         help:
-            "Files kept open between requests (a channel per file and ring, revalidated by a stat per request); 0: open and close per request."
+            "Files kept open between requests (a descriptor, and a mapping under 128 KiB, per file; revalidated by a stat per request); 0: open and close per request."
     )
     var openFiles = 256
 

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: the files the server keeps open between requests.
+// RingIO — example: the files the server keeps open (and small ones mapped) between requests.
 //===----------------------------------------------------------------------===//
 
 import RingIO
@@ -11,16 +11,21 @@ import Glibc
 #endif
 
 /// The files the server keeps open between requests, as nginx's `open_file_cache` does: for a
-/// file it served, the random-access channel it reads the file through (one per ring; its
-/// descriptor stays open) and what the request's path led to (no normalizing, `realpath` or
-/// media type lookup per request). At most `--open-files` channels; when full, all are let go of and it fills again.
+/// file it served, its descriptor (which large ranges are spliced from) and, for a small
+/// file, the whole file mapped as a rope (`ByteRope(mapping:)`) whose subranges are written
+/// after the head — no read and no buffer per request, one copy by the kernel into the
+/// socket; and what the request's path led to (no normalizing, `realpath` or media type
+/// lookup per request). At most `--open-files` files; when full, all are let go of and it
+/// fills again.
 ///
-/// Never stale: every request still `stat`s the file its path led to, and a kept channel or
-/// resolution serves it only when that names the same file (device and inode) as when it was
-/// kept; otherwise the path is normalized and resolved again (a symlink swapped to lead out of
-/// the root is refused then).
-/// A file replaced (renamed over, another inode) or removed is opened afresh; a file changed
-/// in place is read as it is now — the descriptor reads the file, not a copy of it.
+/// Never stale: every request still `stat`s the file its path led to, and a kept file or
+/// resolution serves it only when that names the same file (device and inode) of the same
+/// size as when it was kept; otherwise the path is normalized and resolved again (a symlink
+/// swapped to lead out of the root is refused then) and the file opened afresh. A file
+/// changed in place is sent as it is now — the mapping shows the file, not a copy of it; one
+/// truncated while its bytes are being sent ends that connection (the write fails with
+/// EFAULT where a read would have come up short), never the server: the server never reads
+/// a mapping's bytes itself, only the kernel does.
 final class OpenFiles: Sendable {
     /// Which file a path names.
     struct Identity: Hashable, Sendable {
@@ -42,22 +47,55 @@ final class OpenFiles: Sendable {
         let contentType: String
     }
 
-    private struct Key: Hashable {
-        let ring: ObjectIdentifier
-        let real: String
-    }
-
-    private struct Open {
+    /// A regular file, open for reading: kept between requests, or opened for one. Its
+    /// descriptor closes when the last holder (the cache, a splice in flight) lets go.
+    final class File: Sendable {
+        let descriptor: FileDescriptor
         let identity: Identity
-        let channel: IOChannel
+        /// The size when it was opened (and mapped).
+        let size: Int
+        /// The whole file mapped, when it is smaller than ``mappedSizeLimit``.
+        let mapped: ByteRope?
+
+        /// Files under this size are mapped; larger ones are spliced.
+        static let mappedSizeLimit = Answer.Splice.threshold
+
+        /// Opens `path` and checks that it is still the file a `stat` just saw (`identity`,
+        /// `size`): a path renamed over in between would otherwise send another file's bytes
+        /// after this one's head.
+        ///
+        /// - Throws: The errno of `open` (EACCES…), `fstat` or `mmap`; ESTALE when the path
+        ///   names another file now.
+        init(opening path: String, identity: Identity, size: Int) throws(Errno) {
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw Errno(rawValue: errno) }
+            let descriptor = FileDescriptor(rawValue: fd)
+            do throws(Errno) {
+                var info = stat()
+                guard fstat(fd, &info) == 0 else { throw Errno(rawValue: errno) }
+                guard Identity(info) == identity, Int(info.st_size) == size else { throw Errno.staleNFSFileHandle }
+                self.mapped =
+                    size > 0 && size < Self.mappedSizeLimit ? try ByteRope(mapping: descriptor, length: size) : nil
+            } catch {
+                try? descriptor.close()
+                throw error
+            }
+            self.descriptor = descriptor
+            self.identity = identity
+            self.size = size
+        }
+
+        deinit {
+            try? self.descriptor.close()
+        }
     }
 
     private struct State {
         var resolved: [String: Resolved] = [:]
-        var open: [Key: Open] = [:]
+        var open: [String: File] = [:]
     }
 
-    /// The most channels kept; 0 keeps none (each request opens and closes its file).
+    /// The most files kept; 0 keeps none (each request opens and closes its file).
     let capacity: Int
     private let state = Mutex(State())
 
@@ -82,69 +120,48 @@ final class OpenFiles: Sendable {
         }
     }
 
-    /// A random-access channel on the file `real` (which names `identity`) for reads scheduled
-    /// on `ring`: the one kept for it, or a new one, kept when there is room. Returns whether
-    /// it is kept: a channel that is not is the caller's to close once its read is done.
-    func channel(_ real: String, identity: Identity, ring: RingLoop) throws(Errno) -> (IOChannel, kept: Bool) {
-        let key = Key(ring: ObjectIdentifier(ring), real: real)
+    /// The file `real`, which a `stat` just found to be `identity` of `size` bytes: the one
+    /// kept for it, or newly opened (and kept when the cache keeps files).
+    ///
+    /// - Throws: As ``File/init(opening:identity:size:)``.
+    func file(_ real: String, identity: Identity, size: Int) throws(Errno) -> File {
         if self.capacity > 0 {
-            let kept = self.state.withLock { state -> IOChannel? in
-                guard let open = state.open[key], open.identity == identity else { return nil }
-                return open.channel
+            let kept = self.state.withLock { state -> File? in
+                guard let file = state.open[real], file.identity == identity, file.size == size else { return nil }
+                return file
             }
-            if let kept { return (kept, true) }
+            if let kept { return kept }
         }
-        // Opened lazily on the ring, by the first read.
-        let channel = try IOChannel(
-            kind: .randomAccess,
-            path: FilePath(real),
-            mode: .readOnly,
-            queue: ring,
-            ring: ring
-        ) { _ in }
-        guard self.capacity > 0 else { return (channel, false) }
-        // A channel let go of here is not closed: a connection may have just taken it and not
-        // yet scheduled its read. It closes when its last reference goes (`IOChannel`'s deinit
-        // closes it, after the reads scheduled on it).
-        // What is let go of is returned, to be dropped outside the lock.
-        _ = self.state.withLock { state -> [Open] in
-            var replaced: [Open] = []
-            if let old = state.open.removeValue(forKey: key) {
+        let file = try File(opening: real, identity: identity, size: size)
+        guard self.capacity > 0 else { return file }
+        // What is let go of is returned, to be released outside the lock (its descriptor
+        // closes there, or later if a splice still holds it).
+        _ = self.state.withLock { state -> [File] in
+            var replaced: [File] = []
+            if let old = state.open.removeValue(forKey: real) {
                 replaced.append(old)
             } else if state.open.count >= self.capacity {
                 replaced = Array(state.open.values)
                 state.open.removeAll()
             }
-            state.open[key] = Open(identity: identity, channel: channel)
+            state.open[real] = file
             return replaced
         }
-        return (channel, true)
+        return file
     }
 
-    /// Lets go of `channel`, kept for the file `real` on `ring`, after a read of it failed (the
-    /// file could not be opened — its permissions — or was shorter than its `stat` said): the
-    /// next request opens the file afresh rather than meet the same error for as long as the
-    /// file's identity stays the same.
-    func forget(_ channel: IOChannel, _ real: String, ring: RingLoop) {
-        let key = Key(ring: ObjectIdentifier(ring), real: real)
-        // Returned, to be dropped outside the lock.
-        _ = self.state.withLock { state -> Open? in
-            guard let open = state.open[key], open.channel === channel else { return nil }
-            return state.open.removeValue(forKey: key)
-        }
-    }
-
-    /// The channels kept now (each holds a descriptor once its first read opened it).
+    /// The files kept now (each holds a descriptor).
     var count: Int {
         self.state.withLock { $0.open.count }
     }
 
-    /// Closes every kept channel (the server is stopping).
+    /// Lets go of every kept file (the server is stopping); a splice in flight keeps its own.
     func closeAll() {
-        let channels = self.state.withLock { state in
+        // Taken out, to be released (their descriptors closed) outside the lock.
+        let files = self.state.withLock { state in
             defer { state = State() }
-            return state.open.values.map(\.channel)
+            return Array(state.open.values)
         }
-        for channel in channels { channel.close() }
+        withExtendedLifetime(files) {}
     }
 }

@@ -167,8 +167,8 @@ extension HTTPStaticFileTests {
             exchange(client, &pending, Array("GET \(target) HTTP/1.1\r\nHost: test\r\n\r\n".utf8))
         }
         #expect(get("/kept.txt")?.body == Array("first version".utf8))
-        // Changed in place, with its size and times as they were: the kept descriptor reads
-        // the file as it is now.
+        // Changed in place, with its size and times as they were: the kept mapping shows the
+        // file as it is now.
         var info = stat()
         try #require(stat(path, &info) == 0)
         let fd = open(path, O_WRONLY | O_CLOEXEC)
@@ -178,6 +178,15 @@ extension HTTPStaticFileTests {
         #expect(futimens(fd, &times) == 0)
         close(fd)
         #expect(get("/kept.txt")?.body == Array("FIRST version".utf8))
+        // Shrunk, then grown, in place (the same inode, another size): opened and mapped
+        // afresh, never sent from a mapping of the old size.
+        try #require(truncate(path, 5) == 0)
+        #expect(get("/kept.txt")?.body == Array("FIRST".utf8))
+        let appending = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        try #require(appending >= 0)
+        #expect(write(appending, " and more", 9) == 9)
+        close(appending)
+        #expect(get("/kept.txt")?.body == Array("FIRST and more".utf8))
         // Replaced: another file renamed over it.
         try writeFile(tree.root + "/kept.new", Array("second, longer version".utf8))
         try #require(rename(tree.root + "/kept.new", path) == 0)
