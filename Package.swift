@@ -27,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // The HTTP server example's logging (not a dependency of the libraries).
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // `swift package generate-documentation` (DocC); a command plugin, not a dependency of
+        // any target.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // liburing, imported per STYLE.md "Bringing in liburing" (the header order matters).
