@@ -56,7 +56,7 @@
 ///   base address.
 /// - Ropes are `Equatable` and `Hashable` by content.
 /// - Slicing with `rope[a..<b]` gives a `Slice<ByteRope>` that keeps the base's indices, as
-///   the `Collection` protocol requires; ``subrange(_:)`` gives a new rope re-based at 0.
+///   the `Collection` protocol requires; ``subrange(_:)-(Range<Int>)`` gives a new rope re-based at 0.
 public struct ByteRope {
     @usableFromInline
     internal var _repr: _Representation

@@ -12,7 +12,7 @@ import Musl
 import Darwin
 #endif
 
-/// An incremental HTTP/1.1 request parser over ``ByteRope``: append what the connection
+/// An incremental HTTP/1.1 request parser over `ByteRope`: append what the connection
 /// receives, take out complete requests in order.
 ///
 ///     var parser = HTTPRequestParser()
@@ -34,7 +34,7 @@ import Darwin
 /// ## Zero copy
 ///
 /// Bytes are never glued together or copied. The end of the head is found with
-/// ``ByteRope/firstRange(of:)``, across region boundaries; the head is then validated in one
+/// `ByteRope.firstRange(of:)`, across region boundaries; the head is then validated in one
 /// pass over its regions. The target, the header fields and the body of a request are
 /// sub-ropes of the appended ropes — a chunked body is the concatenation of its chunks'
 /// sub-ropes. Parsing a request that arrived in one or two regions allocates nothing (more

@@ -14,8 +14,12 @@ extension IOChannel {
     /// dispatch (R80), the handler runs as soon as this read is done, not when every operation
     /// on the descriptor is (D5).
     ///
-    /// - Parameter handler: `(data, error)`: everything read (empty at EOF), and `nil` or the
-    ///   error (with the data read before it; empty for a bad descriptor).
+    /// - Parameters:
+    ///   - fd: An open descriptor; it stays open (close it after `handler` has run).
+    ///   - maxLength: The most bytes to read.
+    ///   - queue: Where `handler` runs.
+    ///   - handler: `(data, error)`: everything read (empty at EOF), and `nil` or the
+    ///     error (with the data read before it; empty for a bad descriptor).
     public static func read(
         fromFileDescriptor fd: CInt,
         maxLength: Int,

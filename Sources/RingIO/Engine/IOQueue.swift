@@ -4,7 +4,7 @@
 
 import Dispatch
 
-/// Where RingIO runs a handler: a `DispatchQueue`, or an ``RingLoop`` (its own thread, with no
+/// Where RingIO runs a handler: a `DispatchQueue`, or a ``RingLoop`` (its own thread, with no
 /// hop — the fast path for servers).
 ///
 /// Handlers given to one queue run one at a time, in the order RingIO hands them over.
