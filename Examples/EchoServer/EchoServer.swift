@@ -33,13 +33,15 @@ struct EchoServer: ParsableCommand {
         commandName: "echo-server",
         abstract: "Echoes every byte back to its sender, zero-copy, on io_uring.",
         discussion: """
-            Each connection is a stream IOChannel: what it reads (the kernel's receive buffers, as
-            rope regions) is written back as it came, with vectored writes — by completion
-            handlers (--api handlers, on the ring or on a DispatchQueue per connection: --queue),
-            or by a task per connection on the ring that accepted it (--api async). On start the
-            server prints "echo-server listening on HOST:PORT". SIGINT or SIGTERM: stop
-            accepting, let the writes in flight finish (at most --drain-seconds), close every
-            connection, exit 0.
+            Each connection is a stream IOChannel: what it reads (the kernel's receive \
+            buffers, as rope regions) is written back as it came, with vectored writes — by \
+            completion handlers (--api handlers, on the ring or on a DispatchQueue per \
+            connection: --queue), or by a task per connection on the ring that accepted it \
+            (--api async).
+
+            On start the server prints "echo-server listening on HOST:PORT". SIGINT or \
+            SIGTERM: stop accepting, let the writes in flight finish (at most \
+            --drain-seconds), close every connection, exit 0.
             """
     )
 

@@ -35,19 +35,22 @@ struct HTTPServer: ParsableCommand {
         commandName: "http-server",
         abstract: "An HTTP/1.1 server on io_uring: keep-alive, pipelining, static files without copies.",
         discussion: """
-            Routes: GET / answers "Hello, World!"; POST /echo answers with the request's body;
-            any other GET or HEAD serves a file under --root (128 KiB or more spliced from the
-            page cache to the socket; less, from the read buffers as they are; files kept open
-            between requests: --open-files), with Content-Type by extension, Last-Modified and ETag,
-            304 for If-None-Match / If-Modified-Since, a single Range as 206 (416 when none of
-            the file is in it; If-Range honoured), index.html for DIR/ and a 301 from DIR to
-            DIR/. Bad input gets its status (400, 405, 408, 413, 414, 431, 501) with a short
+            Routes: GET / answers "Hello, World!"; POST /echo answers with the request's body; \
+            any other GET or HEAD serves a file under --root (128 KiB or more spliced from the \
+            page cache to the socket; less, from the read buffers as they are; files kept open \
+            between requests: --open-files), with Content-Type by extension, Last-Modified and \
+            ETag, 304 for If-None-Match / If-Modified-Since, a single Range as 206 (416 when \
+            none of the file is in it; If-Range honoured), index.html for DIR/ and a 301 from \
+            DIR to DIR/.
+
+            Bad input gets its status (400, 405, 408, 413, 414, 431, 501) with a short \
             text/plain body saying why, as every 4xx and 5xx does, and never a crash or a hang.
-            Connections are served by completion handlers
-            (--api handlers, on the ring or a DispatchQueue per connection: --queue) or by a task
-            per connection on the ring that accepted it (--api async). Prints "http-server
-            listening on HOST:PORT" first. SIGINT or SIGTERM: stop accepting, finish what is in
-            flight (at most --drain-seconds), exit 0.
+
+            Connections are served by completion handlers (--api handlers, on the ring or a \
+            DispatchQueue per connection: --queue) or by a task per connection on the ring \
+            that accepted it (--api async). Prints "http-server listening on HOST:PORT" \
+            first. SIGINT or SIGTERM: stop accepting, finish what is in flight (at most \
+            --drain-seconds), exit 0.
             """
     )
 

@@ -48,7 +48,8 @@
 ///
 /// ## Differences from `DispatchData`
 ///
-/// - `append` and `+` are O(log *r*), not O(*r*): a million appends take milliseconds.
+/// - `append` and `+` are O(log *r*), not O(*r*): a million appends take well under a second
+///   (`DispatchData` needs 46 s for 40,000).
 /// - `.free` and `.unmap` deallocators work (they crash `DispatchData` on Linux).
 /// - Out-of-bounds indices and ranges are a precondition failure with a message, where
 ///   dispatch clamps silently.
