@@ -1,6 +1,9 @@
 // swift-tools-version:6.1
 //===----------------------------------------------------------------------===//
 // RingIO — Apple's dispatch I/O model on io_uring, for Linux.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import PackageDescription

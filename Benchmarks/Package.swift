@@ -4,6 +4,9 @@
 //
 // Run:    cd Benchmarks && swift package benchmark
 // Check:  bash Benchmarks/run-threshold-check.sh      (see README.md)
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import PackageDescription

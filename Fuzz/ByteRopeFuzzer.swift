@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — ByteRope libFuzzer target
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 //
 // Compiled together with Sources/ByteRopes/*.swift into one module (see

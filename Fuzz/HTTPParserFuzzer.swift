@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — HTTPRequestParser libFuzzer target
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 //
 // Built by run-http-fuzzer.sh as its own module on top of ByteRopes and RingHTTP, each

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — example: what a static file's response depends on — validators, conditional
 // requests, byte ranges, the media type.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import RingHTTP

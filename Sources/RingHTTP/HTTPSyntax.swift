@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — RingHTTP
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 /// The byte classes of the HTTP/1.1 grammar (RFC 9110 §5.6, RFC 9112), as branch-light

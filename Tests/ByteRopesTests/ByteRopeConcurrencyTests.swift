@@ -2,6 +2,9 @@
 // RingIO — ByteRopes tests: a rope is Sendable; copies shared between tasks are read and
 // mutated concurrently (copy-on-write of shared tree nodes), and owners are still released
 // exactly once. Meant to be run under ThreadSanitizer too.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

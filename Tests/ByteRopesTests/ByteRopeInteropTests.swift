@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — ByteRopes tests: Foundation `Data`, `DispatchData`, and iovec export through a
 // real `writev` into a pipe.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

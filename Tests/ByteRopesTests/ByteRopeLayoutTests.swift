@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — ByteRopes tests: every region layout up to 7 bytes, compared against a [UInt8]
 // model (swift-collections' `withEveryDeque` idea), under a lifetime tracker.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

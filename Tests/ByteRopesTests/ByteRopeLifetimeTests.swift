@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — ByteRopes tests: deallocators and owners run exactly once, and only after the
 // last rope, slice, subrange, region and iterator referencing their memory is gone.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — ByteRopes tests: every documented precondition traps (exit tests; each one runs
 // in a child process, so they are few and each checks one misuse).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

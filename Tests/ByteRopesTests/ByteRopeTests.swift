@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — ByteRopes tests: every public member, on empty, one-region, two-region and tree
 // ropes.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — RingHTTP tests: every limit at its boundary — exactly at the limit passes, one
 // byte over fails, and fails before the whole over-long input has arrived.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — RingHTTP tests: malformed requests and their statuses, chunked bodies, framing,
 // keep-alive and Expect rules.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

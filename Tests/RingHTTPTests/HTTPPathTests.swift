@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — RingHTTP tests: percent-decoding and path normalization (traversal refused);
 // header lookups.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — RingHTTP tests: request parsing — requests cut at every byte, pipelining, the
 // GCD notes' 8-chunk fixture, zero copy, phases.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ByteRopes

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOChannel: creation, descriptor ownership and the cleanup handler (R20–R31, D4).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -5,6 +5,9 @@
 // regression would end the process, and with it every other test), closing a descriptor
 // under the ring (its number could be reused at once by a test running in parallel), a
 // file-size limit (it applies to every thread), and counting the process's descriptors.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

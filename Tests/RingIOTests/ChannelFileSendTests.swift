@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — tests: `IOChannel.write(contentsOf:offset:length:)`, file bytes spliced to a
 // socket or a pipe.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOChannel: water marks and the interval timer (R43–R52, D1).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOChannel: offsets, stream against random access (R59–R63).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOChannel: ordering of operations (R71–R75).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — channel test support: handler recorders, delivery contexts, descriptor makers and
 // bounded waits for the IOChannel suites.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

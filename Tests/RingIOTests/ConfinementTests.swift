@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — ring confinement: ring-only entry points of channels, sources and listeners trap
 // off the ring in debug builds (exit tests).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

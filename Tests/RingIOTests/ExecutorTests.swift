@@ -2,6 +2,9 @@
 // RingIO — the rings as Swift concurrency executors: where tasks and actors run, in what
 // order, what an actor on a ring costs in wake-ups, cancellation of awaits on and off the
 // ring, a dropped `reads()`, shutdown under suspended tasks, and slow turns.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

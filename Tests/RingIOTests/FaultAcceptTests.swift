@@ -2,6 +2,9 @@
 // RingIO — injected faults on accept, with exact accounting: an EMFILE storm.
 //
 // In a child process (an exit test): it lowers RLIMIT_NOFILE and takes every descriptor left.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

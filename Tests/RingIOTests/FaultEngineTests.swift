@@ -4,6 +4,9 @@
 // racing completions, ENOSPC, and descriptor numbers reused after close.
 //
 // Each runs in a child process (an exit test), where the descriptor count is the test's own.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -5,6 +5,9 @@
 // The fault suites run each fault in a child process (an exit test): they count the
 // process's descriptors, raise or lower RLIMIT_NOFILE and open thousands of sockets, none of
 // which may disturb the tests running in parallel in the parent.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — tests: `ByteRope(mapping:offset:length:)`, a file range as a mapped rope region,
 // and such a rope written to a socket — also after the file was truncated under it.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

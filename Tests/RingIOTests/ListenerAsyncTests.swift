@@ -2,6 +2,9 @@
 // RingIO — IOListener for Swift concurrency: connections() and serve(_:) under load, the
 // connection cap without connectionClosed(), cancellation, close, group shutdown, and the
 // preconditions of the async listener.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

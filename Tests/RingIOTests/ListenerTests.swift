@@ -2,6 +2,9 @@
 // RingIO — IOListener: accepting on IPv4, IPv6 and dual stack, socket options on accepted
 // descriptors, the connection cap, EMFILE without spinning, SO_REUSEPORT across rings, errors
 // and close.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

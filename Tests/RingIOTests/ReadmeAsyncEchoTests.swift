@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — the README's async echo server, as written there, against real clients.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import RingIO

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — engine tests against the real kernel: set-up, submission from the ring and from
 // other threads, completions, delivery on queues, shutdown.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — engine test support: small conveniences over the package test hooks.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

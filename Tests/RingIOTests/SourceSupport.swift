@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — event source test support: sources on a test's queue, a recorder of handler calls
 // that checks the source rules, threads, signals and child processes.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -2,6 +2,9 @@
 // RingIO — event sources against the dispatch source rules (DESIGN §5, GCD notes §3.5):
 // created suspended, counted suspend/resume, coalescing, cancel handler last; timers, signals,
 // readiness, process exit and custom add/or sources.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,3 +1,10 @@
+//===----------------------------------------------------------------------===//
+// RingIO — sanitizers: a ThreadSanitizer false positive (continuations), reproduced.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
 // A correct program that ThreadSanitizer reports as a data race: a task awaits
 // `withUnsafeContinuation` 20,000 times, each continuation handed to another thread (a serial
 // DispatchQueue) that resumes it at once. Run by check-continuation-false-positive.sh.

@@ -1,3 +1,10 @@
+//===----------------------------------------------------------------------===//
+// RingIO — sanitizers: a ThreadSanitizer false positive (Mutex), reproduced.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
 // A correct program that ThreadSanitizer reports as a data race: two threads increment a
 // counter, every access under a Synchronization.Mutex. Run by check-mutex-false-positive.sh.
 //

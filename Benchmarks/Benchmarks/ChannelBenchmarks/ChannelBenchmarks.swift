@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — benchmarks: IOChannel reading a large file and streaming over a socketpair,
 // beside DispatchIO (and fio, through run-fio-baseline.sh).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Benchmark

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — benchmarks: socketpair streaming of 64 KiB ropes, RingIO's IOChannel beside DispatchIO.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

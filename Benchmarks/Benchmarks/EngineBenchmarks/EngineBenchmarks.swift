@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — benchmarks: the engine (no-op round trips) and a 64-byte socketpair ping-pong.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Benchmark

@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — benchmarks: one read of a whole large file, RingIO's IOChannel beside DispatchIO
 // (the FileRead_* benchmarks and the throughput comparison's `file-read` tool).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -8,6 +8,9 @@
 // DispatchIO with low water 1 (no high water, no interval); one read of length Int.max delivers
 // chunk after chunk, and each chunk is written back on the same channel as it came (the
 // DispatchData itself: no copy). Stream operations complete in order, so the echo keeps order.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -8,6 +8,9 @@
 // every page (this also warms the page cache), then N more times unchecked, measured, as fio
 // reads it. Prints one JSON object: {"bytes": …, "seconds": …, "cpuSeconds": …} (the measured
 // passes; CPU time of the whole process). Exit status 2 on bad arguments.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import IOBenchmarkSupport

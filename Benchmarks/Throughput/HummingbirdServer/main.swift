@@ -9,6 +9,9 @@
 // the default HTTP/1.1 server. The response is the other hello servers' — 200, `Content-Type:
 // text/plain`, "Hello, World!" — from a body built once; Hummingbird adds `Date` (cached once a
 // second) and `Content-Length`, and `Server` from the configuration. No middleware, no request log.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Hummingbird

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — throughput comparison: owned byte blocks, and the pattern echo connections send.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 /// Bytes allocated once and freed with their owner: the receive buffer, the pattern table, the

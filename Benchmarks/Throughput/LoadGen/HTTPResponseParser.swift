@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — throughput comparison: an incremental HTTP/1.1 response parser for the load generator.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 /// Reads HTTP/1.1 responses from a byte stream that may be cut anywhere, one connection's worth

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — throughput comparison: what the load generator was asked to do, and how it fails.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ArgumentParser

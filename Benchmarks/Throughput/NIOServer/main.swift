@@ -10,6 +10,9 @@
 // `--api async` (echo only) is NIO's async/await server as its documentation writes it
 // (NIOCore's "swift-concurrency" article, NIOTCPEchoServer): NIOAsyncChannel connections from
 // `ServerBootstrap.bind`, a task each in a discarding task group.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

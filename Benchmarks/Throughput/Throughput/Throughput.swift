@@ -4,6 +4,9 @@
 //     swift run -c release --package-path Benchmarks throughput [--quick | --smoke] [options]
 //
 // See Benchmarks/README.md ("Throughput beside the peers").
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import ArgumentParser

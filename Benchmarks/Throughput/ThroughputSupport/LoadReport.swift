@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — throughput comparison: what one load generator run reports (JSON on its stdout).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 /// The load generator's result, printed as one JSON object on its standard output and read

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — throughput comparison: the contents of the static files the HTTP servers serve.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 /// The bytes of the static-file workloads' files: `throughput` writes them, `loadgen

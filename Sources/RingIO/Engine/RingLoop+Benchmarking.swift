@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — the engine: no-op round trips for the benchmarks (SPI, not public API).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 // The Benchmarks package measures the engine's own cost — a loop turn, a submission, a

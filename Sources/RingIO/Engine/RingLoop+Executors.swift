@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — the engine: a ring as a Swift concurrency executor.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 /// A ring as a `TaskExecutor`: tasks that prefer it run their nonisolated code on the ring

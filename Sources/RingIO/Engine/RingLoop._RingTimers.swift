@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — the engine: the deadlines of one ring, in one queue.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 /// Something a ring timer calls back when its deadline has passed: on the ring thread, while

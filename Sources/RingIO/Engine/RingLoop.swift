@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — the engine: one io_uring instance driven by its own thread.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch

@@ -1,5 +1,8 @@
 //===----------------------------------------------------------------------===//
 // RingIO — the engine: why a ring could not be set up, and what to do about it.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import SystemPackage

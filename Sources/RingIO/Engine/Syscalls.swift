@@ -1,6 +1,9 @@
 //===----------------------------------------------------------------------===//
 // RingIO — the engine's syscall layer: the only file that calls liburing (POSIX.swift holds
 // every other C call).
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import CLiburing
