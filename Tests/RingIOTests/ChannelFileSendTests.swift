@@ -302,6 +302,45 @@ struct ChannelFileSendTests {
         fixture.close()
     }
 
+    @Test("EBADF: a bad channel descriptor poisons it (R65); a bad source file ends that send only")
+    func badDescriptors() throws {
+        let file = try makeFile(patternBytes(10_000))
+        // The channel on a pipe's read end: the splice into it fails with EBADF.
+        let pipe = try makePipe()
+        defer { close(pipe.write) }
+        let poisoned = try SendFixture(fd: pipe.read)
+        #expect(poisoned.send(file.fd, offset: 0, length: 5_000).final()?.error == .badFileDescriptor)
+        // Poisoned: even a read, which the descriptor could serve, ends with EBADF at once.
+        writeAll(pipe.write, bytes("readable"))
+        let readError = _Lock<Errno??>(nil)
+        let readDone = DispatchSemaphore(value: 0)
+        poisoned.channel.read(offset: 0, length: 8, queue: poisoned.queue) { done, _, error in
+            guard done else { return }
+            readError.withLock { $0 = .some(error) }
+            readDone.signal()
+        }
+        #expect(wait(readDone, seconds: 10))
+        #expect(readError.withLock { $0 } == .some(.badFileDescriptor))
+        poisoned.close()
+        close(pipe.read)
+
+        // The source open for writing only: EBADF for the send; the channel goes on.
+        let writeOnly = open(file.path, O_WRONLY | O_CLOEXEC)
+        try #require(writeOnly >= 0)
+        defer { close(writeOnly) }
+        let (client, server) = try makeTCPPair()
+        defer {
+            close(client)
+            close(server)
+        }
+        let fixture = try SendFixture(fd: server)
+        let final = fixture.send(writeOnly, offset: 0, length: 5_000).final()
+        #expect(final == SendLog.Call(done: true, remaining: 5_000, error: .badFileDescriptor))
+        #expect(writeAndWait(fixture.channel, "still", queue: fixture.queue) == .some(nil))
+        #expect(readExactly(client, 5) == bytes("still"))
+        fixture.close()
+    }
+
     @Test("async: the send is awaited on the channel's ring and resumes there")
     func asyncOnRing() async throws {
         let contents = patternBytes(300_000, seed: 10)

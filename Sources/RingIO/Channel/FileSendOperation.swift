@@ -226,18 +226,27 @@ internal final class _FileSendOperation: _Operation, @unchecked Sendable {
                 )
             } else if result == -ECANCELED {
                 // A chain the fill cut short (what it filled goes out next), or a stop.
+            } else if result == -EBADF {
+                // The pipe is the operation's own: the channel's descriptor is bad (R65).
+                self.entry.poison(.badFileDescriptor)
             } else {
                 self.fail(result == 0 ? -EIO : result)  // 0: no progress, refuse to spin
             }
         default:  // poll
             self.pollInFlight = nil
-            if result < 0 && result != -ECANCELED { self.fail(result) }
+            if result == -EBADF {
+                self.entry.poison(.badFileDescriptor)  // the channel's descriptor (R65)
+            } else if result < 0 && result != -ECANCELED {
+                self.fail(result)
+            }
         }
         self.advance()
     }
 
+    /// Ends the send with `-result` once nothing is in flight. EBADF from the fill is the
+    /// source file's, which is the caller's and not the channel's: it ends this send only.
     private func fail(_ result: Int32) {
-        if self.failure == nil { self.failure = result == -EBADF ? .badFileDescriptor : Errno(rawValue: -result) }
+        if self.failure == nil { self.failure = Errno(rawValue: -result) }
     }
 
     /// With nothing in flight: the next step.

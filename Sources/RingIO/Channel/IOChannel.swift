@@ -254,8 +254,10 @@ public final class IOChannel: Sendable {
     /// ENODATA when the file ends before `offset + length` (every byte it had is sent
     /// first); EPIPE or ECONNRESET when the peer is gone (never a SIGPIPE); ECANCELED when the
     /// channel is stopped; EINVAL when the channel's descriptor is neither a socket nor a pipe,
-    /// or `file` cannot be spliced from (a socket, a directory). A non-blocking socket that
-    /// fills up is waited for (POLLOUT).
+    /// or `file` cannot be spliced from (a socket, a directory); EBADF when `file` is not open
+    /// for reading (this send only) — or when the channel's own descriptor is bad, which
+    /// poisons it as any operation's EBADF does (R65). A non-blocking socket that fills up is
+    /// waited for (POLLOUT).
     ///
     /// The bytes are read from the file when they are sent, not when this is called: what the
     /// file holds then goes out.
