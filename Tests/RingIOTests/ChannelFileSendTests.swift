@@ -101,6 +101,14 @@ private final class SendFixture {
         return log
     }
 
+    /// Sends `length` bytes of random-access channel `file` from `offset`; returns the log.
+    func send(from file: IOChannel, offset: Int64, length: Int) -> SendLog {
+        let label = self.queue.label
+        let log = SendLog { currentDispatchQueueLabel() == label }
+        self.channel.write(contentsOf: file, offset: offset, length: length, queue: self.queue, handler: log.handler)
+        return log
+    }
+
     /// Closes the channel and expects its one cleanup call.
     func close(sourceLocation: SourceLocation = #_sourceLocation) {
         self.channel.close()
@@ -341,6 +349,96 @@ struct ChannelFileSendTests {
         fixture.close()
     }
 
+    @Test("from a random-access path channel on another ring, opened by the send: in line with the writes")
+    func fromPathChannel() throws {
+        let contents = patternBytes(300_000, seed: 12)
+        let directory = try TemporaryDirectory()
+        let path = try directory.create("source.bin", contents)
+        let sourceRing = try RingLoop()
+        defer { sourceRing.shutdown() }
+        let source = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: sourceRing) { _ in
+        }
+        #expect(source.fileDescriptor == -1)  // not opened yet (R27)
+        let (client, server) = try makeTCPPair()
+        defer {
+            close(client)
+            close(server)
+        }
+        setReceiveTimeout(client, seconds: 10)
+        let fixture = try SendFixture(fd: server)
+        fixture.channel.write(offset: 0, data: rope("head"), queue: fixture.queue) { _, _, _ in }
+        let log = fixture.send(from: source, offset: 1_000, length: 250_000)
+        fixture.channel.write(offset: 0, data: rope("tail"), queue: fixture.queue) { _, _, _ in }
+        // The source may be closed once the send has its descriptor: the send keeps its own.
+        source.close()
+        let received = readExactly(client, 4 + 250_000 + 4)
+        expectSameBytes(received, bytes("head") + Array(contents[1_000..<251_000]) + bytes("tail"))
+        #expect(log.final() == SendLog.Call(done: true, remaining: 0, error: nil))
+        fixture.close()
+    }
+
+    @Test("from a random-access descriptor channel: offsets from its base (R59)")
+    func fromDescriptorChannelBase() throws {
+        let contents = patternBytes(100_000, seed: 13)
+        let file = try makeFile(contents)
+        try #require(lseek(file.fd, 10_000, SEEK_SET) == 10_000)
+        let (client, server) = try makeTCPPair()
+        defer {
+            close(client)
+            close(server)
+        }
+        setReceiveTimeout(client, seconds: 10)
+        let fixture = try SendFixture(fd: server)
+        // Its base is the position at creation: offset 5,000 is byte 15,000 of the file.
+        let source = IOChannel(kind: .randomAccess, fileDescriptor: file.fd, queue: fixture.ring) { _ in }
+        let log = fixture.send(from: source, offset: 5_000, length: 20_000)
+        expectSameBytes(readExactly(client, 20_000), Array(contents[15_000..<35_000]))
+        #expect(log.final() == SendLog.Call(done: true, remaining: 0, error: nil))
+        source.close()
+        fixture.close()
+    }
+
+    @Test("from a source channel closed first, whose path is missing, or whose open fails: its error")
+    func fromFailingSources() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.create("source.bin", patternBytes(1_000))
+        let (client, server) = try makeTCPPair()
+        defer {
+            close(client)
+            close(server)
+        }
+        let fixture = try SendFixture(fd: server)
+        let closed = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: fixture.ring) {
+            _ in
+        }
+        closed.close()
+        #expect(
+            fixture.send(from: closed, offset: 0, length: 500).final()
+                == SendLog.Call(done: true, remaining: 500, error: .canceled)
+        )
+        let missing = try IOChannel(
+            kind: .randomAccess,
+            path: FilePath(directory.file("missing.bin")),
+            mode: .readOnly,
+            queue: fixture.ring
+        ) { _ in }
+        #expect(fixture.send(from: missing, offset: 0, length: 500).final()?.error == .noSuchFileOrDirectory)
+        // A directory's path opened for writing with O_CREAT fails at open (EISDIR) — here a
+        // file opened as a directory: ENOTDIR when opened.
+        let notADirectory = try IOChannel(
+            kind: .randomAccess,
+            path: FilePath(path),
+            mode: .readOnly,
+            options: [.directory],
+            queue: fixture.ring
+        ) { _ in }
+        #expect(fixture.send(from: notADirectory, offset: 0, length: 500).final()?.error == .notDirectory)
+        // The channel goes on.
+        #expect(writeAndWait(fixture.channel, "fine", queue: fixture.queue) == .some(nil))
+        #expect(readExactly(client, 4) == bytes("fine"))
+        fixture.close()
+    }
+
     @Test("async: the send is awaited on the channel's ring and resumes there")
     func asyncOnRing() async throws {
         let contents = patternBytes(300_000, seed: 10)
@@ -378,6 +476,21 @@ struct ChannelFileSendTests {
             }
         }.value
         #expect(short == .noData)
+        // From a random-access channel on the file.
+        let source = IOChannel(kind: .randomAccess, fileDescriptor: fd, queue: ring) { _ in }
+        // After the byte the short send had (the file's last), the channel source's range.
+        let reader2 = Task(executorPreference: testTaskExecutor) { await onThread { readExactly(client, 1_001) } }
+        let fromChannel = await Task(executorPreference: ring.taskExecutor) { () -> Errno? in
+            do throws(Errno) {
+                try await channel.write(contentsOf: source, offset: 200_000, length: 1_000)
+                return nil
+            } catch {
+                return error
+            }
+        }.value
+        #expect(fromChannel == nil)
+        expectSameBytes(await reader2.value, [contents[299_999]] + Array(contents[200_000..<201_000]))
+        source.close()
         channel.close()
     }
 

@@ -202,7 +202,7 @@ internal final class _ChannelState: @unchecked Sendable {
 
     /// Schedules a file send; returns its operation, or `nil` when creation failed.
     func scheduleFileSend(
-        file: CInt,
+        file: CInt?,
         offset: Int64,
         length: Int,
         queue: any IOQueue,
@@ -228,9 +228,11 @@ internal final class _ChannelState: @unchecked Sendable {
     }
 
     /// A file send on this channel, not yet scheduled (see `schedule`).
+    /// `file` is `nil` when a source channel lends its descriptor later
+    /// (`_FileSendOperation.sourceResolved(_:)`).
     func makeFileSend(
         entry: _DescriptorEntry,
-        file: CInt,
+        file: CInt?,
         offset: Int64,
         length: Int,
         queue: any IOQueue,
@@ -241,12 +243,47 @@ internal final class _ChannelState: @unchecked Sendable {
             channel: self,
             entry: entry,
             queue: queue,
-            source: file,
+            source: file ?? -1,
+            awaitingSource: file == nil,
             offset: offset,
             length: length,
             progress: progress,
             handler: handler
         )
+    }
+
+    /// A duplicate of this random-access channel's descriptor (opened first when it is a
+    /// path's), for a file send on another channel: `deliver` gets it — the caller's to close
+    /// — or why there is none (the channel was closed: ECANCELED; its creation or its open
+    /// failed; EBADF poisoning; EMFILE), on this channel's ring thread.
+    func duplicateDescriptor(_ deliver: @escaping @Sendable (Result<CInt, Errno>) -> Void) {
+        guard let entry = self.entry else {
+            deliver(.failure(self.creationFailure!))
+            return
+        }
+        guard !self.closeRequested.load(ordering: .acquiring) else {
+            deliver(.failure(.canceled))
+            return
+        }
+        self.perform { state in
+            // Closed since: its descriptor may be closed by now.
+            guard !state.done else {
+                deliver(.failure(.canceled))
+                return
+            }
+            entry.withDescriptor { error in
+                if let error = error ?? entry.stickyError {
+                    deliver(.failure(error))
+                    return
+                }
+                // Duplicated as it is known to be open: the channel may close its own later.
+                do throws(Errno) {
+                    deliver(.success(try _POSIX.duplicate(entry.fd)))
+                } catch {
+                    deliver(.failure(error))
+                }
+            }
+        }
     }
 
     func scheduleBarrier(_ work: @escaping @Sendable () -> Void) {

@@ -362,7 +362,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // MARK: Lazy open
 
     /// Calls `body` with `nil` once the descriptor is open, or with the open's error.
-    private func withDescriptor(_ body: @escaping (Errno?) -> Void) {
+    func withDescriptor(_ body: @escaping (Errno?) -> Void) {
         switch self.openState {
         case .open:
             body(nil)

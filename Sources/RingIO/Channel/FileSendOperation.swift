@@ -69,7 +69,7 @@ internal final class _SendProgress: Sendable {
 }
 
 /// A send of `length` bytes of a file, from `offset`, to a stream channel's socket or pipe
-/// (``IOChannel/write(contentsOf:offset:length:queue:handler:)``): in the channel's write lane,
+/// (``IOChannel/write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``): in the channel's write lane,
 /// ordered with its writes.
 ///
 /// Each round splices a chunk of at most the pipe's capacity from the file into the channel's
@@ -80,7 +80,14 @@ internal final class _SendProgress: Sendable {
 /// ENODATA once every byte it had is sent.
 internal final class _FileSendOperation: _Operation, @unchecked Sendable {
     // @unchecked: as `_Operation` (its own variables are ring-thread only).
-    private let source: CInt
+    /// The file's descriptor; -1 while a source channel's is on its way.
+    private var source: CInt
+    /// `source` is a duplicate of a source channel's descriptor, the operation's to close.
+    private var ownsSource = false
+    /// Waiting for a source channel's descriptor (``sourceResolved(_:)``).
+    private var sourcePending: Bool
+    /// Why the source channel gave no descriptor.
+    private var sourceFailure: Errno?
     private let length: Int
     private let progress: _SendProgress?
     /// Bytes the descriptor took.
@@ -108,12 +115,14 @@ internal final class _FileSendOperation: _Operation, @unchecked Sendable {
         entry: _DescriptorEntry,
         queue: any IOQueue,
         source: CInt,
+        awaitingSource: Bool,
         offset: Int64,
         length: Int,
         progress: _SendProgress?,
         handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
     ) {
         self.source = source
+        self.sourcePending = awaitingSource
         self.length = length
         self.progress = progress
         super.init(
@@ -152,6 +161,47 @@ internal final class _FileSendOperation: _Operation, @unchecked Sendable {
         self.started = true
         guard self.entry.type == .socket || self.entry.type == .fifo else {
             self.terminate(.invalidArgument)  // splice needs a socket or a pipe to write to
+            return
+        }
+        if !self.sourcePending { self.startSending() }
+    }
+
+    /// A source channel's descriptor (a duplicate, now this operation's) or why there is
+    /// none: sending starts if the operation's turn has come. Ring thread.
+    func sourceResolved(_ result: Result<CInt, Errno>) {
+        self.entry.core.assertOnRingThread()
+        self.sourcePending = false
+        switch result {
+        case .success(let fd):
+            guard !self.isFinished else {
+                _POSIX.close(fd)  // stopped meanwhile
+                return
+            }
+            self.source = fd
+            self.ownsSource = true
+        case .failure(let error):
+            self.sourceFailure = error
+        }
+        if self.started && !self.isFinished { self.startSending() }
+    }
+
+    deinit {
+        // An operation never scheduled (its task was cancelled first) never finished.
+        if self.ownsSource { _POSIX.close(self.source) }
+    }
+
+    override func finish() {
+        super.finish()
+        if self.ownsSource {
+            self.ownsSource = false
+            _POSIX.close(self.source)
+            self.source = -1
+        }
+    }
+
+    private func startSending() {
+        if let error = self.sourceFailure {
+            self.terminate(error)
             return
         }
         if let pipe = self.channel.splicePipe.take() {

@@ -104,7 +104,7 @@ extension IOChannel {
 
     /// Sends `length` bytes of the file open on `file`, from `offset`, to this channel's
     /// socket or pipe without the bytes passing through user memory; see
-    /// ``write(contentsOf:offset:length:queue:handler:)``. When the task runs on the channel's
+    /// ``write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``. When the task runs on the channel's
     /// ring, it resumes there in the turn the send completes.
     ///
     /// - Throws: The send's error (ENODATA: the file ended first; EPIPE, ECONNRESET: the peer
@@ -128,6 +128,40 @@ extension IOChannel {
             progress: nil,
             handler: _Operation.noHandler
         )
+        _ = try await self.state.await(operation, collecting: false).get()
+    }
+
+    /// Sends `length` bytes of the file of the random-access channel `file`, from `offset`
+    /// (from its base), to this channel's socket or pipe without the bytes passing through
+    /// user memory; see ``write(contentsOf:offset:length:queue:handler:)-(IOChannel,_,_,_,_)``.
+    ///
+    /// - Throws: As ``write(contentsOf:offset:length:isolation:)-(FileDescriptor,_,_,_)``;
+    ///   ECANCELED also when `file` was closed first; `file`'s creation, open or EBADF error.
+    /// - Precondition: `file` is a random-access channel; `offset >= 0`, `length >= 0`, and
+    ///   `offset + length` does not overflow.
+    public func write(
+        contentsOf file: IOChannel,
+        offset: Int64,
+        length: Int,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(Errno) {
+        Self.checkFileRange(offset: offset, length: length)
+        precondition(
+            file.kind == .randomAccess,
+            "IOChannel.write(contentsOf:): the source must be a random-access channel"
+        )
+        guard let entry = self.state.entry else { throw self.state.creationFailure! }
+        let (start, overflow) = file.state.base.addingReportingOverflow(offset)
+        let operation = self.state.makeFileSend(
+            entry: entry,
+            file: nil,
+            offset: overflow ? 0 : start,
+            length: length,
+            queue: entry.ring,
+            progress: nil,
+            handler: _Operation.noHandler
+        )
+        Self.lendDescriptor(of: file, to: operation, failing: overflow ? .invalidArgument : nil)
         _ = try await self.state.await(operation, collecting: false).get()
     }
 

@@ -290,6 +290,67 @@ public final class IOChannel: Sendable {
         }
     }
 
+    /// Sends `length` bytes of the file of the random-access channel `file`, from `offset`
+    /// (from its base, as its own reads and writes count offsets, R59), to this channel's
+    /// socket or pipe without the bytes entering user memory; as
+    /// ``write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``, in line with this
+    /// channel's writes.
+    ///
+    /// `file` lends its descriptor — opening its path first, on its ring, when it is a path
+    /// channel that has not yet — and the send keeps a duplicate of it for as long as it
+    /// runs: `file` may be closed meanwhile. The send is not ordered with `file`'s own
+    /// operations. It ends with ECANCELED when `file` was closed before it got the
+    /// descriptor, and with `file`'s error when its creation or its open failed (ENOENT,
+    /// EACCES…) or its descriptor is poisoned (EBADF).
+    ///
+    /// - Precondition: `file` is a random-access channel; `offset >= 0`, `length >= 0`, and
+    ///   `offset + length` does not overflow.
+    public func write(
+        contentsOf file: IOChannel,
+        offset: Int64,
+        length: Int,
+        queue: some IOQueue,
+        handler: @escaping @Sendable (_ done: Bool, _ remaining: Int, _ error: Errno?) -> Void
+    ) {
+        Self.checkFileRange(offset: offset, length: length)
+        precondition(
+            file.kind == .randomAccess,
+            "IOChannel.write(contentsOf:): the source must be a random-access channel"
+        )
+        let progress = _SendProgress()
+        let (start, overflow) = file.state.base.addingReportingOverflow(offset)
+        let operation = self.state.scheduleFileSend(
+            file: nil,
+            offset: overflow ? 0 : start,
+            length: length,
+            queue: queue,
+            progress: progress
+        ) { done, _, error in
+            handler(done, progress.take() ?? length, error)
+        }
+        if let operation = operation as? _FileSendOperation {
+            Self.lendDescriptor(of: file, to: operation, failing: overflow ? .invalidArgument : nil)
+        }
+    }
+
+    /// Has `file` lend a duplicate of its descriptor to `operation` (a file send waiting for
+    /// it), delivered on `operation`'s ring — or `failing` there, when given.
+    static func lendDescriptor(of file: IOChannel, to operation: _FileSendOperation, failing: Errno?) {
+        let ring = operation.entry.ring
+        let deliver: @Sendable (Result<CInt, Errno>) -> Void = { result in
+            if ring.isCurrentThread {
+                operation.sourceResolved(result)
+            } else {
+                ring.enqueue { operation.sourceResolved(result) }
+            }
+        }
+        if let failing {
+            deliver(.failure(failing))
+        } else {
+            file.state.duplicateDescriptor(deliver)
+        }
+    }
+
     static func checkFileRange(offset: Int64, length: Int) {
         precondition(offset >= 0, "IOChannel.write(contentsOf:offset: \(offset)): the offset must not be negative")
         precondition(length >= 0, "IOChannel.write(contentsOf:length: \(length)): the length must not be negative")

@@ -58,6 +58,14 @@ internal enum _POSIX {
         precondition(error != .badFileDescriptor, "RingIO: close(\(fd)) of a descriptor that is not open")
     }
 
+    /// A new descriptor, close-on-exec, on the same open file as `fd`. The corresponding C
+    /// call is `fcntl(fd, F_DUPFD_CLOEXEC, 0)`.
+    ///
+    /// - Throws: EMFILE when the process has no descriptor left; EBADF for a closed `fd`.
+    internal static func duplicate(_ fd: CInt) throws(Errno) -> CInt {
+        try self.retrying { fcntl(fd, F_DUPFD_CLOEXEC, 0) }
+    }
+
     /// The status of open descriptor `fd`. The corresponding C function is `fstat`.
     internal static func status(of fd: CInt) throws(Errno) -> stat {
         var info = stat()
