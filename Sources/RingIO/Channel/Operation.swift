@@ -104,7 +104,7 @@ internal class _Operation: RingOperationTarget {
 
     /// Whether `queue` is the ring `entry` lives on.
     private static func isRing(of entry: _DescriptorEntry, _ queue: any IOQueue) -> Bool {
-        (queue as? RingLoop)?.core === entry.core
+        queue.asRing?.core === entry.core
     }
 
     // MARK: Reuse

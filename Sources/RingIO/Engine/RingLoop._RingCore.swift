@@ -573,7 +573,7 @@ internal final class _RingCore: @unchecked Sendable {
 
     private func deliver(_ job: _RingJob, on queue: some IOQueue) {
         self.assertOnRingThread()
-        if let ring = queue as? RingLoop, ring.core === self {
+        if let ring = queue.asRing, ring.core === self {
             self.localJobs.append(job)
         } else if let dispatchQueue = queue as? DispatchQueue {
             if let index = self.dispatchBatches.firstIndex(where: { $0.queue === dispatchQueue }) {
