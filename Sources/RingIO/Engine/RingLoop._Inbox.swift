@@ -64,6 +64,19 @@ internal final class _Inbox: @unchecked Sendable {
         return jobs
     }
 
+    /// Appends every waiting job to `jobs`, oldest first. The consumer only.
+    internal func drain(into jobs: inout _TurnBuffer<_RingJob>) {
+        guard var pointer = self.head.exchange(nil, ordering: .acquiring) else { return }
+        let start = jobs.count
+        while true {
+            let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
+            jobs.append(node.job)
+            guard let next = node.next else { break }
+            pointer = next
+        }
+        jobs.reverse(from: start)
+    }
+
     /// Appends every waiting job to `jobs`, oldest first, reusing its storage. The consumer
     /// only.
     internal func drain(into jobs: inout [_RingJob]) {

@@ -65,12 +65,12 @@ internal final class _RingCore: @unchecked Sendable {
     @exclusivity(unchecked) private var freeSlots: [UInt32] = []
     @exclusivity(unchecked) private var inFlight = 0
     /// Completions of the current batch, run after the CQ is drained.
-    @exclusivity(unchecked) private var ready: ContiguousArray<_ReadyCompletion> = []
+    @exclusivity(unchecked) private var ready: _TurnBuffer<_ReadyCompletion>
     /// Work enqueued on the ring from the ring thread: runs next turn, no wake-up.
-    @exclusivity(unchecked) private var localJobs: [_RingJob] = []
-    /// The jobs of the turn being run, from the inbox and `localJobs`; both arrays keep their
-    /// storage, so neither reallocates in the steady state.
-    @exclusivity(unchecked) private var runningJobs: [_RingJob] = []
+    @exclusivity(unchecked) private var localJobs = _TurnBuffer<_RingJob>(capacity: 64)
+    /// The jobs of the turn being run, from the inbox and `localJobs`; both buffers keep their
+    /// storage (swapped, never freed), so neither allocates in the steady state.
+    @exclusivity(unchecked) private var runningJobs = _TurnBuffer<_RingJob>(capacity: 64)
     /// The target of the eventfd read, made once.
     private var wakeUpTarget: _WakeUpTarget?
     /// Handlers bound for DispatchQueues in this turn, grouped per queue.
@@ -117,7 +117,7 @@ internal final class _RingCore: @unchecked Sendable {
             cooperativeTaskRun: flags & IORING_SETUP_COOP_TASKRUN != 0,
             noDrop: uring.features & IORING_FEAT_NODROP != 0
         )
-        self.ready.reserveCapacity(Int(uring.completionEntries))
+        self.ready = _TurnBuffer(capacity: Int(uring.completionEntries))
         self.exitQueue = DispatchQueue(label: "RingIO.ring-exited.serial-executor")
         self.exitQueue.setSpecific(key: Self.exitQueueKey, value: UInt(bitPattern: ObjectIdentifier(self)))
     }
@@ -279,8 +279,6 @@ internal final class _RingCore: @unchecked Sendable {
         switch job {
         case .closure, .runnable:
             self.counters.discardedJobs.add(1, ordering: .relaxed)
-        case .ran:
-            break
         case .submission(let operation):
             self.counters.discardedJobs.add(1, ordering: .relaxed)
             operation.ringExited()
@@ -678,13 +676,11 @@ internal final class _RingCore: @unchecked Sendable {
         // job ran is then free for reuse by the jobs after it (`_WriteOperationPool`).
         var index = 0
         while index < self.runningJobs.count {
-            var job = _RingJob.ran
-            swap(&job, &self.runningJobs[index])
-            self.run(job)
+            self.run(self.runningJobs.take(at: index))
             index += 1
         }
         guard index > 0 else { return }
-        self.runningJobs.removeAll(keepingCapacity: true)
+        self.runningJobs.removeTaken()
         // Jobs drop ropes too — a task resumed by a write's completion lets go of what it
         // wrote: their receive buffers go back to the kernel in this flush, not the next.
         self.collectReturnedBuffers()
@@ -703,8 +699,6 @@ internal final class _RingCore: @unchecked Sendable {
             job.runSynchronously(on: self.taskExecutorHandle!)
         case .serialJob(let job):
             job.runSynchronously(on: self.serialExecutorHandle!)
-        case .ran:
-            break
         }
     }
 
@@ -790,7 +784,7 @@ internal final class _RingCore: @unchecked Sendable {
         // Index loop: a handler may submit, which never touches `ready`.
         var index = 0
         while index < self.ready.count {
-            let item = self.ready[index]
+            let item = self.ready.take(at: index)
             item.target.ringOperationCompleted(
                 result: item.result,
                 flags: CompletionFlags(item.flags),
@@ -798,7 +792,7 @@ internal final class _RingCore: @unchecked Sendable {
             )
             index += 1
         }
-        self.ready.removeAll(keepingCapacity: true)
+        self.ready.removeTaken()
     }
 }
 
@@ -924,8 +918,6 @@ internal enum _RingJob: @unchecked Sendable {
     case taskJob(UnownedJob)
     /// A job of the ring's `SerialExecutor`.
     case serialJob(UnownedJob)
-    /// The place of a job that has run, in the batch being run (see `runJobs`).
-    case ran
 
     /// Runs a job bound for a DispatchQueue (only closures and runnables go there).
     @inline(__always)
@@ -933,7 +925,7 @@ internal enum _RingJob: @unchecked Sendable {
         switch self {
         case .closure(let work): work()
         case .runnable(let runnable): runnable.runDelivered()
-        case .submission, .taskJob, .serialJob, .ran: preconditionFailure("RingIO: a ring-only job left its ring")
+        case .submission, .taskJob, .serialJob: preconditionFailure("RingIO: a ring-only job left its ring")
         }
     }
 }
