@@ -433,6 +433,11 @@ struct ChannelFileSendTests {
             queue: fixture.ring
         ) { _ in }
         #expect(fixture.send(from: notADirectory, offset: 0, length: 500).final()?.error == .notDirectory)
+        // A source whose ring has shut down cannot lend its descriptor: ECANCELED, no hang.
+        let goneRing = try RingLoop()
+        let orphan = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: goneRing) { _ in }
+        goneRing.shutdown()
+        #expect(fixture.send(from: orphan, offset: 0, length: 500).final()?.error == .canceled)
         // The channel goes on.
         #expect(writeAndWait(fixture.channel, "fine", queue: fixture.queue) == .some(nil))
         #expect(readExactly(client, 4) == bytes("fine"))

@@ -336,18 +336,11 @@ public final class IOChannel: Sendable {
     /// Has `file` lend a duplicate of its descriptor to `operation` (a file send waiting for
     /// it), delivered on `operation`'s ring — or `failing` there, when given.
     static func lendDescriptor(of file: IOChannel, to operation: _FileSendOperation, failing: Errno?) {
-        let ring = operation.entry.ring
-        let deliver: @Sendable (Result<CInt, Errno>) -> Void = { result in
-            if ring.isCurrentThread {
-                operation.sourceResolved(result)
-            } else {
-                ring.enqueue { operation.sourceResolved(result) }
-            }
-        }
+        let loan = _DescriptorLoan(to: operation)
         if let failing {
-            deliver(.failure(failing))
+            loan.settle(.failure(failing))
         } else {
-            file.state.duplicateDescriptor(deliver)
+            file.state.duplicateDescriptor { result in loan.settle(result) }
         }
     }
 
