@@ -111,21 +111,57 @@ struct EchoServer: ParsableCommand {
         // --stats: counters, and a SIGUSR1 source that prints them (set up before the server
         // is announced: whoever started it may signal it as soon as it reads the port).
         let stats = self.stats ? ServerStats() : nil
-        let report: IOSource?
+        var options = IOListener.Options()
+        options.reusePort = true  // a socket per ring: each connection lives on the ring that accepted it
+        options.maxConnections = self.maxConnections
+        let listener: IOListener
+        let serving: Task<Void, Never>?
         switch self.api {
         case .handlers:
-            let server = Server(configuration: self, group: group, stats: stats)
-            try server.start()
-            report = stats?.reportOnSIGUSR1(on: group.rings[0]) { server.openConnections }
-            Self.announce(server.addresses)
-            server.waitUntilStopped()
+            listener = try IOListener(host: self.host, port: self.port, options: options, group: group, queue: nil) {
+                event in
+                switch event {
+                case .accepted(let connection):
+                    // nil above: this runs on the ring that accepted the connection.
+                    let queue: any IOQueue =
+                        self.queue == .ring ? connection.ring : DispatchQueue(label: "echo-server.connection")
+                    stats?.connectionAccepted()
+                    connection.whenClosed { stats?.connectionClosed() }
+                    Connection(connection.channel, queue: queue, configuration: self, stats: stats).start()
+                case .failed(let error):
+                    print("echo-server: accept failed: \(error) (retrying)")
+                }
+            }
+            serving = nil
         case .async:
-            let server = try AsyncServer(configuration: self, group: group, stats: stats)
-            report = stats?.reportOnSIGUSR1(on: group.rings[0]) { server.openConnections }
-            Self.announce(server.addresses)
-            server.runUntilStopped()
+            listener = try IOListener(host: self.host, port: self.port, options: options, group: group) { error in
+                print("echo-server: accept failed: \(error) (retrying)")
+            }
+            // The accepting loop runs on a ring too: each connection's task goes to its own ring.
+            serving = Task(executorPreference: group.rings[0].taskExecutor) {
+                await listener.serve { connection in await echo(connection, configuration: self, stats: stats) }
+            }
         }
-        report?.cancel()
+        let report = stats?.reportOnSIGUSR1(on: group.rings[0]) { listener.openConnections }
+        print("echo-server listening on \(listener.localAddresses.joined(separator: ", "))")
+        fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
+        // SIGINT/SIGTERM: stop accepting, let the writes in flight finish (at most
+        // --drain-seconds), close every connection.
+        let stopped = DispatchSemaphore(value: 0)
+        let signals = [SIGINT, SIGTERM].map { signal in
+            let source = IOSource.signal(signal, queue: group.rings[0])
+            source.setEventHandler {
+                Task {
+                    await listener.shutdown(gracePeriod: .seconds(self.drainSeconds))
+                    await serving?.value
+                    stopped.signal()
+                }
+            }
+            source.resume()
+            return source
+        }
+        stopped.wait()
+        for source in signals + [report].compactMap({ $0 }) { source.cancel() }
         if self.stats {
             for (index, ring) in group.rings.enumerated() {
                 print("echo-server: ring \(index): \(ring.counters)")
@@ -133,168 +169,24 @@ struct EchoServer: ParsableCommand {
         }
         group.shutdown()
     }
-
-    private static func announce(_ addresses: [String]) {
-        print("echo-server listening on \(addresses.joined(separator: ", "))")
-        fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
-    }
 }
 
-/// The running server: listeners, live connections, shutdown.
-final class Server: Sendable {
-    private let configuration: EchoServer
-    private let group: RingLoopGroup
-    /// `--stats`: the counters; `nil` without the flag.
-    private let stats: ServerStats?
-    private let listeners = Mutex<[IOListener]>([])
-    private let connections = Mutex<[ObjectIdentifier: Connection]>([:])
-    private let stopping = Atomic<Bool>(false)
-    private let stopped = DispatchSemaphore(value: 0)
-    private let signalSources = Mutex<[IOSource]>([])
-
-    init(configuration: EchoServer, group: RingLoopGroup, stats: ServerStats?) {
-        self.configuration = configuration
-        self.group = group
-        self.stats = stats
-    }
-
-    var addresses: [String] {
-        self.listeners.withLock { $0.flatMap(\.localAddresses) }
-    }
-
-    /// Accepted connections not yet closed, as the listeners count them.
-    var openConnections: Int {
-        self.listeners.withLock { $0.reduce(0) { $0 + $1.openConnections } }
-    }
-
-    func start() throws {
-        var options = IOListener.Options()
-        options.reusePort = true
-        // Each listener caps its own share of the connections.
-        options.maxConnections = max(1, self.configuration.maxConnections / self.group.rings.count)
-        var port = self.configuration.port
-        var listeners: [IOListener] = []
-        for ring in self.group.rings {
-            // One listener per ring, all on one port: the kernel spreads connections over them,
-            // and each connection lives on the ring that accepted it.
-            let listenerBox = ListenerBox()
-            let listener = try IOListener(
-                host: self.configuration.host,
-                port: port,
-                options: options,
-                ring: ring,
-                queue: ring
-            ) { event in
-                switch event {
-                case .accepted(let fd):
-                    self.accepted(fd, on: ring, listener: listenerBox)
-                case .failed(let error):
-                    print("echo-server: accept failed: \(error) (retrying)")
-                }
-            }
-            listenerBox.listener.withLock { $0 = listener }
-            port = listener.port
-            listeners.append(listener)
-        }
-        self.listeners.withLock { $0 = listeners }
-        for signal in [SIGINT, SIGTERM] {
-            let source = IOSource.signal(signal, queue: self.group.rings[0])
-            source.setEventHandler { self.stop() }
-            source.resume()
-            self.signalSources.withLock { $0.append(source) }
-        }
-    }
-
-    private func accepted(_ fd: CInt, on ring: RingLoop, listener: ListenerBox) {
-        guard !self.stopping.load(ordering: .acquiring) else {
-            close(fd)
-            listener.connectionClosed()
-            return
-        }
-        let queue: any IOQueue =
-            self.configuration.queue == .ring ? ring : DispatchQueue(label: "echo-server.connection")
-        self.stats?.connectionAccepted()
-        let connection = Connection(
-            fd: fd,
-            ring: ring,
-            queue: queue,
-            configuration: self.configuration,
-            stats: self.stats
-        ) { connection in
-            self.connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
-            self.stats?.connectionClosed()
-            listener.connectionClosed()
-        }
-        self.connections.withLock { $0[ObjectIdentifier(connection)] = connection }
-        connection.start()
-    }
-
-    /// SIGINT/SIGTERM: stop accepting, let writes drain (bounded), close everything.
-    private func stop() {
-        guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for listener in self.listeners.withLock({ $0 }) { listener.close() }
-        DispatchQueue.global().async {
-            let deadline = ContinuousClock.now + .seconds(self.configuration.drainSeconds)
-            while ContinuousClock.now < deadline,
-                self.connections.withLock({ $0.values.contains { $0.hasWritesInFlight } })
-            {
-                usleep(5_000)
-            }
-            for connection in self.connections.withLock({ Array($0.values) }) { connection.stop() }
-            let closeDeadline = ContinuousClock.now + .seconds(2)
-            while ContinuousClock.now < closeDeadline, !self.connections.withLock({ $0.isEmpty }) {
-                usleep(5_000)
-            }
-            for source in self.signalSources.withLock({ $0 }) { source.cancel() }
-            self.stopped.signal()
-        }
-    }
-
-    func waitUntilStopped() {
-        self.stopped.wait()
-    }
-}
-
-/// The listener, set after it is made (its handler needs it to report closed connections).
-final class ListenerBox: Sendable {
-    let listener = Mutex<IOListener?>(nil)
-
-    func connectionClosed() {
-        self.listener.withLock { $0 }?.connectionClosed()
-    }
-}
-
-/// One connection: a stream channel that writes back what it reads.
+/// One connection served by completion handlers: a stream channel that writes back what it
+/// reads. The handlers hold it; it is gone once the channel's last operation has finished.
 final class Connection: Sendable {
     private let channel: IOChannel
     private let queue: any IOQueue
     private let configuration: EchoServer
     private let stats: ServerStats?
-    private let writesInFlight = Atomic<Int>(0)
     /// Data arrived since the last idle check.
     private let active = Atomic<Bool>(true)
 
-    init(
-        fd: CInt,
-        ring: RingLoop,
-        queue: any IOQueue,
-        configuration: EchoServer,
-        stats: ServerStats?,
-        onClose: @escaping @Sendable (Connection) -> Void
-    ) {
+    init(_ channel: IOChannel, queue: any IOQueue, configuration: EchoServer, stats: ServerStats?) {
+        self.channel = channel
         self.queue = queue
         self.configuration = configuration
         self.stats = stats
-        let box = ConnectionBox()
-        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: queue, ring: ring) { _ in
-            close(fd)
-            if let connection = box.connection.withLock({ $0 }) { onClose(connection) }
-            box.connection.withLock { $0 = nil }
-        }
-        box.connection.withLock { $0 = self }
     }
-
-    var hasWritesInFlight: Bool { self.writesInFlight.load(ordering: .acquiring) > 0 }
 
     func start() {
         self.channel.setLimit(lowWater: self.configuration.lowWater)
@@ -330,23 +222,11 @@ final class Connection: Sendable {
     }
 
     private func echo(_ data: ByteRope) {
-        self.writesInFlight.add(1, ordering: .relaxed)
         self.stats?.writeStarted()
         self.channel.write(offset: 0, data: data, queue: self.queue) { done, _, error in
             guard done else { return }
             self.stats?.writeFinished()
-            self.writesInFlight.subtract(1, ordering: .relaxed)
             if error != nil { self.channel.close(flags: .stop) }
         }
     }
-
-    /// Ends the connection: what is still queued is cancelled.
-    func stop() {
-        self.channel.close(flags: .stop)
-    }
-}
-
-/// The connection, for its channel's cleanup handler (made before the connection is).
-final class ConnectionBox: Sendable {
-    let connection = Mutex<Connection?>(nil)
 }

@@ -22,8 +22,8 @@ import SystemPackage
 /// the read is scheduled, so the read produces an empty rope at every tick with nothing
 /// pending (R52); the interval is reset to zero at once, so the writes scheduled later arm
 /// no timer. Ticks count towards the header timeout (since the current request's first bytes)
-/// and the idle timeout (since the connection last did something), as the handler server's
-/// sweeper ticks do: a timeout of T seconds fires between T and T + 1 seconds.
+/// and the idle timeout (since the connection last did something), as in the handler server
+/// (HTTPConnection): a timeout of T seconds fires between T and T + 1 seconds.
 struct AsyncHTTPConnection {
     private let connection: IOConnection
     private let server: Server

@@ -30,19 +30,23 @@ import Glibc
 /// is written. A parse error (400, 413, …) or a header timeout (408) is answered after the
 /// requests before it, then the connection closes.
 ///
-/// **Timeouts.** The ring's ``ConnectionSweeper`` calls ``tick(_:)`` once a second: the
-/// header timeout counts whole ticks since the current request's first bytes, the idle
-/// timeout since the last bytes, so a timeout of T seconds fires between T and T + 1 seconds.
-/// The channel itself has no interval: no operation arms a ring timeout.
+/// **Timeouts** come from the read itself: the channel's interval is one second, strict, when
+/// the read is scheduled, so the read delivers an empty rope at every tick (R52); the interval
+/// is reset to zero at once, so the writes arm no timer. The header timeout counts whole ticks
+/// since the current request's first bytes, the idle timeout since the last bytes, so a
+/// timeout of T seconds fires between T and T + 1 seconds — one timer per connection, in its
+/// ring's timer queue, at no cost per request. Once the server is stopping, an idle
+/// connection closes at its next tick, and responses say `Connection: close`.
 final class HTTPConnection: @unchecked Sendable {
     // @unchecked: the mutable state is touched only by this connection's handlers, which run
-    // on `queue` one at a time (a ring, or a serial DispatchQueue), by the sweeper's ticks,
-    // which run there too, and by `init` and `start` before any handler can run.
+    // on `queue` one at a time (a ring, or a serial DispatchQueue), by `init` and `start`
+    // before any handler can run, and by `cleanedUp` once every handler has run.
 
     // MARK: Immutable after init
+    private let connection: IOConnection
     private let channel: IOChannel
     /// Where this connection's handlers (and its ticks) run.
-    let queue: any IOQueue
+    private let queue: any IOQueue
     private let server: Server
     /// `--stats`: the server's counters; `nil` without the flag.
     private let stats: ServerStats?
@@ -69,35 +73,22 @@ final class HTTPConnection: @unchecked Sendable {
     private var inputEnded = false
     private var closed = false
     private var writesInFlight = 0
-    /// Sweeper ticks since bytes last arrived (or since the connection was accepted).
+    /// Ticks since bytes last arrived (or since the connection was accepted).
     private var idleTicks = 0
-    /// Sweeper ticks since the current request's first bytes arrived; `nil` between requests.
+    /// Ticks since the current request's first bytes arrived; `nil` between requests.
     private var requestTicks: Int?
     /// The status to answer after the requests already parsed, before closing.
     private var failureStatus: HTTPStatus?
 
-    init(
-        fd: CInt,
-        ring: RingLoop,
-        queue: any IOQueue,
-        server: Server,
-        onClose: @escaping @Sendable (HTTPConnection) -> Void
-    ) {
+    init(_ connection: IOConnection, queue: any IOQueue, server: Server) {
+        self.connection = connection
+        self.channel = connection.channel
         self.queue = queue
         self.server = server
         self.stats = server.stats
         self.headerTimeout = server.configuration.headerTimeout
         self.idleTimeout = server.configuration.idleTimeout
         self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
-        let box = ConnectionBox()
-        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: queue, ring: ring) { _ in
-            close(fd)
-            if let connection = box.connection.withLock({ $0 }) {
-                connection.cleanedUp()
-                onClose(connection)
-            }
-            box.connection.withLock { $0 = nil }
-        }
         self.written = { done, _, error in
             guard done else { return }
             self.stats?.writeFinished()
@@ -108,29 +99,31 @@ final class HTTPConnection: @unchecked Sendable {
                 self.closeIfDone()
             }
         }
-        box.connection.withLock { $0 = self }
     }
 
     func start() {
+        // Held until the channel is cleaned up: then the write handler (which holds this
+        // connection) and what was not sent are let go of.
+        self.connection.whenClosed {
+            // On the ring: this connection's state belongs to its queue.
+            self.queue.enqueue {
+                self.cleanedUp()
+                self.stats?.connectionClosed()
+            }
+        }
         self.channel.setLimit(lowWater: 1)
+        self.channel.setInterval(.seconds(1), flags: .strict)
         self.stats?.readStarted()
         self.channel.read(offset: 0, length: .max, queue: self.queue) { done, data, error in
             if done { self.stats?.readFinished() }
-            self.received(done: done, data: data, error: error)
+            if let data, data.isEmpty, !done {
+                self.tick()
+            } else {
+                self.received(done: done, data: data, error: error)
+            }
         }
-    }
-
-    /// Graceful shutdown: answer what was received, then close (on the connection's queue).
-    func shutdown() {
-        self.queue.enqueue {
-            self.closing = true
-            self.closeIfDone()
-        }
-    }
-
-    /// Immediate shutdown.
-    func stop() {
-        self.channel.close(flags: .stop)
+        // The read has the interval; the writes scheduled from now on have none.
+        self.channel.setInterval(.zero)
     }
 
     // MARK: Reading
@@ -186,21 +179,21 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// A second has passed, or `seconds` have (the ring's sweeper): the header and idle
-    /// timeouts.
-    func tick(_ seconds: Int) {
+    /// A second has passed (the read's tick): the header and idle timeouts; an idle
+    /// connection closes as soon as the server is stopping.
+    private func tick() {
         guard !self.closed else { return }
-        self.idleTicks += seconds
+        self.idleTicks += 1
         if let requestTicks = self.requestTicks {
             // Ticks counted since the request began: its age is at least `elapsed - 1` s.
-            let elapsed = requestTicks + seconds
+            let elapsed = requestTicks + 1
             self.requestTicks = elapsed
             if elapsed > self.headerTimeout && !self.closing {
                 self.failAfterPending(status: 408)
                 self.process()
             }
-        } else if self.idleTicks > self.idleTimeout && self.pending.isEmpty && !self.busy
-            && self.writesInFlight == 0
+        } else if (self.idleTicks > self.idleTimeout || self.server.stopping.load(ordering: .relaxed))
+            && self.pending.isEmpty && !self.busy && self.writesInFlight == 0
         {
             self.closing = true
             self.closeIfDone()
@@ -328,9 +321,4 @@ final class HTTPConnection: @unchecked Sendable {
         self.closed = true
         self.channel.close(flags: .stop)
     }
-}
-
-/// The connection, for its channel's cleanup handler (made before the connection is).
-final class ConnectionBox: Sendable {
-    let connection = Mutex<HTTPConnection?>(nil)
 }

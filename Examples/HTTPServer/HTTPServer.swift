@@ -127,23 +127,26 @@ struct HTTPServer: ParsableCommand {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         let group = try RingLoopGroup(count: self.rings)
         let server = try Server(configuration: self, group: group)
-        try server.start()
+        let (listener, serving) = try server.listen()
         // Before the server is announced: whoever started it may signal it once it has the port.
         let report = server.stats?.reportOnSIGUSR1(on: group.rings[0]) {
-            server.openConnections
+            listener.openConnections
         } openFiles: {
             server.openFiles.count
         }
-        print("http-server listening on \(server.addresses.joined(separator: ", "))")
+        print("http-server listening on \(listener.localAddresses.joined(separator: ", "))")
         fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
-        server.waitUntilStopped()
+        server.waitForSignal {
+            await listener.shutdown(gracePeriod: .seconds(self.drainSeconds))
+            await serving?.value
+        }
         server.openFiles.closeAll()
         report?.cancel()
         group.shutdown()
     }
 }
 
-/// The running server: listeners, live connections, shutdown.
+/// The running server: its listener, what every connection shares, the shutdown.
 final class Server: Sendable {
     let configuration: HTTPServer
     /// `--access-log`, read once: the option's getter costs hundreds of instructions, too much
@@ -158,14 +161,8 @@ final class Server: Sendable {
     /// `--open-files`: the files kept open between requests.
     let openFiles: OpenFiles
     private let group: RingLoopGroup
-    private let listeners = Mutex<[IOListener]>([])
-    /// `--api async`: the task serving the listener's connections.
-    private let serving = Mutex<Task<Void, Never>?>(nil)
-    /// One per ring, in the order of `group.rings`: its live connections and their timeouts.
-    private let sweepers: [ConnectionSweeper]
+    /// SIGINT or SIGTERM came: responses say `Connection: close`, idle connections close.
     let stopping = Atomic<Bool>(false)
-    private let stopped = DispatchSemaphore(value: 0)
-    private let signalSources = Mutex<[IOSource]>([])
 
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
         self.configuration = configuration
@@ -173,10 +170,6 @@ final class Server: Sendable {
         self.group = group
         self.stats = configuration.stats ? ServerStats() : nil
         self.openFiles = OpenFiles(capacity: configuration.openFiles)
-        // The handler server's timeouts; async connections count ticks of their own reads.
-        self.sweepers =
-            configuration.api == .handlers
-            ? group.rings.map { ConnectionSweeper(ring: $0, hops: configuration.queue == .dispatch) } : []
         if let root = configuration.root {
             guard let resolved = realpath(root, nil) else {
                 throw ValidationError("--root \(root) cannot be resolved")
@@ -188,155 +181,75 @@ final class Server: Sendable {
         }
     }
 
-    var addresses: [String] {
-        self.listeners.withLock { $0.flatMap(\.localAddresses) }
-    }
-
-    /// Accepted connections not yet closed, as the listeners count them.
-    var openConnections: Int {
-        self.listeners.withLock { $0.reduce(0) { $0 + $1.openConnections } }
-    }
-
-    func start() throws {
-        switch self.configuration.api {
-        case .handlers: try self.startHandlers()
-        case .async: try self.startAsync()
-        }
-        for signal in [SIGINT, SIGTERM] {
-            let source = IOSource.signal(signal, queue: self.group.rings[0])
-            source.setEventHandler { self.stop() }
-            source.resume()
-            self.signalSources.withLock { $0.append(source) }
-        }
-    }
-
-    /// `--api async`: one listener over every ring (a socket per ring), a task per
-    /// connection on the ring that accepted it; the listener counts the connections.
-    private func startAsync() throws {
+    /// Listens: a socket per ring (`SO_REUSEPORT`), each connection served on the ring that
+    /// accepted it; the listener counts the connections (`--max-connections`) and closes their
+    /// sockets. With `--api async`, also the task that serves the connections.
+    func listen() throws -> (IOListener, serving: Task<Void, Never>?) {
+        let configuration = self.configuration
         var options = IOListener.Options()
         options.reusePort = true
-        options.maxConnections = self.configuration.maxConnections
-        let listener = try IOListener(
-            host: self.configuration.host,
-            port: self.configuration.port,
-            options: options,
-            group: self.group
-        ) { error in
-            self.logger.warning("accept failed: \(error) (retrying)")
-        }
-        self.listeners.withLock { $0 = [listener] }
-        // The accepting loop runs on a ring too: each connection's task goes to its own ring.
-        let serving = Task(executorPreference: self.group.rings[0].taskExecutor) {
-            await listener.serve { connection in
-                var served = AsyncHTTPConnection(connection, server: self)
-                await served.run()
-            }
-        }
-        self.serving.withLock { $0 = serving }
-    }
-
-    /// `--api handlers`: a listener per ring, a sweeper per ring for the timeouts.
-    private func startHandlers() throws {
-        var options = IOListener.Options()
-        options.reusePort = true
-        options.maxConnections = max(1, self.configuration.maxConnections / self.group.rings.count)
-        var port = self.configuration.port
-        var listeners: [IOListener] = []
-        for (ring, sweeper) in zip(self.group.rings, self.sweepers) {
-            sweeper.start()
-            let listenerBox = ListenerBox()
+        options.maxConnections = configuration.maxConnections
+        switch configuration.api {
+        case .handlers:
+            // queue nil: the handler runs on the ring that accepted the connection.
             let listener = try IOListener(
-                host: self.configuration.host,
-                port: port,
+                host: configuration.host,
+                port: configuration.port,
                 options: options,
-                ring: ring,
-                queue: ring
+                group: self.group,
+                queue: nil
             ) { event in
                 switch event {
-                case .accepted(let fd):
-                    self.accepted(fd, on: ring, sweeper: sweeper, listener: listenerBox)
-                case .failed(let error):
-                    self.logger.warning("accept failed: \(error) (retrying)")
+                case .accepted(let connection): self.accepted(connection)
+                case .failed(let error): self.logger.warning("accept failed: \(error) (retrying)")
                 }
             }
-            listenerBox.listener.withLock { $0 = listener }
-            port = listener.port
-            listeners.append(listener)
+            return (listener, nil)
+        case .async:
+            let listener = try IOListener(
+                host: configuration.host,
+                port: configuration.port,
+                options: options,
+                group: self.group
+            ) { error in
+                self.logger.warning("accept failed: \(error) (retrying)")
+            }
+            // The accepting loop runs on a ring too: each connection's task goes to its own ring.
+            let serving = Task(executorPreference: self.group.rings[0].taskExecutor) {
+                await listener.serve { connection in
+                    var served = AsyncHTTPConnection(connection, server: self)
+                    await served.run()
+                }
+            }
+            return (listener, serving)
         }
-        self.listeners.withLock { $0 = listeners }
     }
 
-    private func accepted(_ fd: CInt, on ring: RingLoop, sweeper: ConnectionSweeper, listener: ListenerBox) {
-        guard !self.stopping.load(ordering: .acquiring) else {
-            close(fd)
-            listener.connectionClosed()
-            return
-        }
+    /// `--api handlers`: serves a connection with completion handlers, on its ring or on a
+    /// DispatchQueue of its own (`--queue`).
+    private func accepted(_ connection: IOConnection) {
         let queue: any IOQueue =
-            self.configuration.queue == .ring ? ring : DispatchQueue(label: "http-server.connection")
+            self.configuration.queue == .ring ? connection.ring : DispatchQueue(label: "http-server.connection")
         self.stats?.connectionAccepted()
-        let connection = HTTPConnection(fd: fd, ring: ring, queue: queue, server: self) { connection in
-            sweeper.remove(connection)
-            self.stats?.connectionClosed()
-            listener.connectionClosed()
-        }
-        sweeper.add(connection)
-        connection.start()
+        HTTPConnection(connection, queue: queue, server: self).start()
     }
 
-    /// SIGINT/SIGTERM: stop accepting, let connections finish what they have (bounded), close.
-    private func stop() {
-        guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for listener in self.listeners.withLock({ $0 }) { listener.close() }
-        if let serving = self.serving.withLock({ $0 }) {
-            self.stopAsync(serving)
-            return
-        }
-        DispatchQueue.global().async {
-            for connection in self.sweepers.flatMap(\.all) { connection.shutdown() }
-            let deadline = ContinuousClock.now + .seconds(self.configuration.drainSeconds)
-            while ContinuousClock.now < deadline, !self.sweepers.allSatisfy(\.isEmpty) {
-                usleep(5_000)
+    /// Returns after SIGINT or SIGTERM and `shutdown` (the listener's graceful shutdown).
+    func waitForSignal(shutdown: @escaping @Sendable () async -> Void) {
+        let stopped = DispatchSemaphore(value: 0)
+        let signals = [SIGINT, SIGTERM].map { signal in
+            let source = IOSource.signal(signal, queue: self.group.rings[0])
+            source.setEventHandler {
+                guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                Task {
+                    await shutdown()
+                    stopped.signal()
+                }
             }
-            for connection in self.sweepers.flatMap(\.all) { connection.stop() }
-            let closeDeadline = ContinuousClock.now + .seconds(2)
-            while ContinuousClock.now < closeDeadline, !self.sweepers.allSatisfy(\.isEmpty) {
-                usleep(5_000)
-            }
-            for sweeper in self.sweepers { sweeper.stop() }
-            for source in self.signalSources.withLock({ $0 }) { source.cancel() }
-            self.stopped.signal()
+            source.resume()
+            return source
         }
-    }
-
-    /// `--api async`: each connection sees `stopping` at its next request or tick (within a
-    /// second): an idle one closes, a busy one answers with `Connection: close`. After
-    /// `--drain-seconds` the connections still open are cancelled (their awaits throw).
-    private func stopAsync(_ serving: Task<Void, Never>) {
-        let listener = self.listeners.withLock { $0[0] }
-        let drain = Duration.seconds(self.configuration.drainSeconds)
-        Task(executorPreference: self.group.rings[0].taskExecutor) {
-            let deadline = ContinuousClock.now + drain
-            while listener.openConnections > 0, ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(5))
-            }
-            serving.cancel()
-            await serving.value
-            for source in self.signalSources.withLock({ $0 }) { source.cancel() }
-            self.stopped.signal()
-        }
-    }
-
-    func waitUntilStopped() {
-        self.stopped.wait()
-    }
-}
-
-/// The listener, set after it is made (its handler needs it to report closed connections).
-final class ListenerBox: Sendable {
-    let listener = Mutex<IOListener?>(nil)
-
-    func connectionClosed() {
-        self.listener.withLock { $0 }?.connectionClosed()
+        stopped.wait()
+        for source in signals { source.cancel() }
     }
 }

@@ -17,10 +17,9 @@ import Glibc
 struct GettingStartedEchoTests {
     /// Sources/RingIO/RingIO.docc/GettingStarted.md, "With completion handlers", as written
     /// there: keep the two in step.
-    static func serve(_ fd: CInt, on ring: RingLoop) {
-        let channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring) { _ in
-            close(fd)  // the cleanup handler: the channel is done with the descriptor
-        }
+    static func serve(_ connection: IOConnection) {
+        let channel = connection.channel
+        let ring = connection.ring
         channel.read(offset: 0, length: .max, queue: ring) { done, data, error in
             if let data, !data.isEmpty {  // the kernel's receive buffers, not a copy
                 channel.write(offset: 0, data: data, queue: ring) { done, _, error in
@@ -38,8 +37,8 @@ struct GettingStartedEchoTests {
         defer { ring.shutdown() }
         let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
             switch event {
-            case .accepted(let fd):
-                Self.serve(fd, on: ring)
+            case .accepted(let connection):
+                Self.serve(connection)
             case .failed(let error):
                 print("accept failed: \(error); retrying")
             }
@@ -54,13 +53,14 @@ struct GettingStartedEchoTests {
             setReceiveTimeout(client, seconds: 10)
             #expect(readExactly(client, sent.count) == sent, "client \(index)")
         }
-        // A client that ends its side gets the server's end: the channel closed, the cleanup
-        // handler closed the socket.
+        // A client that ends its side gets the server's end: the channel closed, the listener
+        // closed the socket.
         for (index, client) in clients.enumerated() {
             #expect(shutdown(client, Int32(SHUT_WR)) == 0)
             var byte: UInt8 = 0
             #expect(read(client, &byte, 1) == 0, "client \(index): no end of file from the server")
             close(client)
         }
+        #expect(eventually { listener.openConnections == 0 })
     }
 }

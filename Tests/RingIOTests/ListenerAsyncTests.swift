@@ -1,6 +1,6 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOListener for Swift concurrency: connections() and serve(_:) under load, the
-// connection cap without connectionClosed(), cancellation, close, group shutdown, and the
+// connection cap counted by the listener, cancellation, close, group shutdown, and the
 // preconditions of the async listener.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
@@ -135,7 +135,7 @@ private func refusesConnections(_ port: UInt16) -> Bool {
 }
 
 /// Whether the server end of `fd` is gone: a read sees the end of the stream (bounded).
-private func seesEndOfStream(_ fd: CInt) -> Bool {
+func seesEndOfStream(_ fd: CInt) -> Bool {
     setReceiveTimeout(fd, seconds: 5)
     var buffer = [UInt8](repeating: 0, count: 64)
     while true {
@@ -259,7 +259,7 @@ struct ListenerAsyncTests {
                                     for try await _ in connection.channel.reads() {}
                                 } catch {}
                                 live.end()
-                                connection.channel.close()  // no connectionClosed(): the listener counts
+                                connection.channel.close()  // the listener counts it closed once cleaned up
                             }
                         }
                     } catch {}
@@ -537,17 +537,6 @@ struct ListenerAsyncTests {
     }
 
     // MARK: Preconditions
-
-    @Test("connectionClosed() on a listener made for connections() is a precondition failure")
-    func connectionClosedOnAsyncListener() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let ring = try RingLoop(entries: 8)
-            let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
-            listener.connectionClosed()
-        }
-        let output = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
-        #expect(output.contains("the async listener counts its connections itself"), "stderr: \(output)")
-    }
 
     @Test("connections() on a listener with a handler is a precondition failure")
     func connectionsOnHandlerListener() async {

@@ -20,10 +20,10 @@ import Glibc
 // MARK: - Support
 
 /// Records a listener's events, and what breaks the handler rules: overlapping calls, calls
-/// off the expected queue. Accepted descriptors are the test's to close (`closeAll()`).
+/// off the expected queue. Accepted connections are the test's to close (`closeAll()`).
 final class ListenerLog: Sendable {
     private struct State {
-        var accepted: [CInt] = []
+        var connections: [IOConnection] = []
         var failures: [Errno] = []
         var problems: [String] = []
         var inside = false
@@ -32,9 +32,9 @@ final class ListenerLog: Sendable {
 
     private let state = _Lock(State())
     private let onQueue: (@Sendable () -> Bool)?
-    private let onAccept: (@Sendable (CInt) -> Void)?
+    private let onAccept: (@Sendable (IOConnection) -> Void)?
 
-    init(onQueue: (@Sendable () -> Bool)? = nil, onAccept: (@Sendable (CInt) -> Void)? = nil) {
+    init(onQueue: (@Sendable () -> Bool)? = nil, onAccept: (@Sendable (IOConnection) -> Void)? = nil) {
         self.onQueue = onQueue
         self.onAccept = onAccept
     }
@@ -50,23 +50,26 @@ final class ListenerLog: Sendable {
             if wrongQueue { state.problems.append("handler ran off the listener's queue: \(event)") }
             state.inside = true
             switch event {
-            case .accepted(let fd):
+            case .accepted(let connection):
                 if state.closed {
                     // Too late for the test to close it: do it here.
-                    close(fd)
+                    connection.channel.close()
                 } else {
-                    state.accepted.append(fd)
+                    state.connections.append(connection)
                 }
             case .failed(let error):
                 state.failures.append(error)
             }
         }
         usleep(100)
-        if case .accepted(let fd) = event { self.onAccept?(fd) }
+        if case .accepted(let connection) = event { self.onAccept?(connection) }
         self.state.withLock { $0.inside = false }
     }
 
-    var accepted: [CInt] { self.state.withLock { $0.accepted } }
+    /// The connections accepted so far.
+    var connections: [IOConnection] { self.state.withLock { $0.connections } }
+    /// Their sockets (-1 for one whose channel is closed).
+    var accepted: [CInt] { self.connections.map(\.channel.fileDescriptor) }
     var failures: [Errno] { self.state.withLock { $0.failures } }
     var problems: [String] { self.state.withLock { $0.problems } }
 
@@ -78,13 +81,13 @@ final class ListenerLog: Sendable {
         eventually(seconds: seconds) { self.failures.contains(error) }
     }
 
-    /// Closes every descriptor accepted so far, and any accepted later.
+    /// Closes the channel of every connection accepted so far, and of any accepted later.
     func closeAll() {
-        let accepted = self.state.withLock { state in
+        let connections = self.state.withLock { state in
             state.closed = true
-            return state.accepted
+            return state.connections
         }
-        for fd in accepted { close(fd) }
+        for connection in connections { connection.channel.close() }
     }
 
     func expectWellFormed(sourceLocation: SourceLocation = #_sourceLocation) {
@@ -95,7 +98,7 @@ final class ListenerLog: Sendable {
 
 extension ChannelContext {
     /// A recorder that checks the listener's handler runs on `queue`.
-    func listenerLog(onAccept: (@Sendable (CInt) -> Void)? = nil) -> ListenerLog {
+    func listenerLog(onAccept: (@Sendable (IOConnection) -> Void)? = nil) -> ListenerLog {
         ListenerLog(onQueue: { self.isOnQueue }, onAccept: onAccept)
     }
 
@@ -384,19 +387,23 @@ struct ListenerAcceptTests {
         log.expectWellFormed()
     }
 
-    @Test("an accepted descriptor serves an IOChannel: echo, then end of stream", arguments: QueueKind.allCases)
+    @Test(
+        "an accepted connection's channel echoes, then ends the stream; its cleanup closes the socket",
+        arguments: QueueKind.allCases
+    )
     func channelEcho(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let channels = _Lock<[IOChannel]>([])
-        let cleanups = Counter()
-        // The documented use: wrap the descriptor in a channel that closes it at the end.
-        let log = context.listenerLog { fd in
-            let channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: context.ring) { _ in
-                close(fd)
-                cleanups.increment()
+        let closed = Counter()
+        let sockets = _Lock<[CInt]>([])
+        let log = context.listenerLog { connection in
+            let channel = connection.channel
+            sockets.withLock { $0.append(channel.fileDescriptor) }
+            #expect(connection.ring === context.ring, "handed out with another ring than the accepting one")
+            connection.whenClosed {
+                #expect(context.ring.isCurrentThread, "whenClosed ran off the accepting ring")
+                closed.increment()
             }
-            channels.withLock { $0.append(channel) }
             channel.read(offset: 0, length: .max, queue: context.ring) { done, data, _ in
                 if let data, !data.isEmpty {
                     channel.write(offset: 0, data: data, queue: context.ring) { _, _, _ in }
@@ -414,7 +421,10 @@ struct ListenerAcceptTests {
         shutdown(client, CInt(SHUT_WR))
         var byte: UInt8 = 0
         #expect(read(client, &byte, 1) == 0, "no end of stream after the server's channel closed")
-        #expect(eventually { cleanups.count == 1 })
+        #expect(eventually { closed.count == 1 && listener.openConnections == 0 })
+        // The listener closed the socket: the number is free (F_GETFD fails) or reused.
+        let socket = sockets.withLock { $0.first ?? -1 }
+        #expect(socket >= 0 && (fcntl(socket, F_GETFD) == -1 || socketPort(socket, peer: true) != socketPort(client)))
         log.expectWellFormed()
     }
 }
@@ -459,7 +469,7 @@ struct ListenerOptionTests {
         log.expectWellFormed()
     }
 
-    @Test("maxConnections: accepting pauses at the cap until connectionClosed()", arguments: QueueKind.allCases)
+    @Test("maxConnections: accepting pauses at the cap until a connection is closed", arguments: QueueKind.allCases)
     func maxConnections(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
@@ -477,15 +487,19 @@ struct ListenerOptionTests {
         try #require(log.waitForAccepted(3))
         settle(200)
         #expect(log.accepted.count == 3, "accepted past the cap of 3")
-        listener.connectionClosed()
-        #expect(log.waitForAccepted(4), "not resumed after connectionClosed()")
+        #expect(listener.openConnections == 3)
+        let peers = log.accepted.map { socketPort($0, peer: true) }
+        log.connections[0].channel.close()
+        #expect(log.waitForAccepted(4), "not resumed after a connection was closed")
         settle(200)
-        #expect(log.accepted.count == 4, "accepted past the cap after one connectionClosed()")
-        listener.connectionClosed()
+        #expect(log.accepted.count == 4, "accepted past the cap after one connection was closed")
+        log.connections[1].channel.close()
         #expect(log.waitForAccepted(5))
         settle()
         #expect(log.accepted.count == 5)
-        #expect(Set(log.accepted.map { socketPort($0, peer: true) }) == Set(clients.map { socketPort($0) }))
+        #expect(listener.openConnections == 3)
+        let accepted = peers + log.accepted.dropFirst(3).map { socketPort($0, peer: true) }
+        #expect(Set(accepted) == Set(clients.map { socketPort($0) }))
         log.expectWellFormed()
     }
 

@@ -45,6 +45,9 @@ internal final class _ChannelState: @unchecked Sendable {
     var stopped = false
     /// Closed with every operation finished: reported to the entry.
     var done = false
+    /// A listener's graceful shutdown asked for a stop once no write is pending
+    /// (`stopOnceWritesFinish()`); checked as each operation finishes.
+    var stopWhenWritesFinish = false
     /// Operations scheduled and not yet finished.
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
     @exclusivity(unchecked) var operations: [_Operation] = []
@@ -354,7 +357,31 @@ internal final class _ChannelState: @unchecked Sendable {
         if let index = self.operations.firstIndex(where: { $0 === operation }) {
             self.operations.remove(at: index)
         }
+        if self.stopWhenWritesFinish && !self.hasPendingWrites {
+            self.stopWhenWritesFinish = false
+            self.requestClose(stop: true)
+            return
+        }
         self.finishIfDone()
+    }
+
+    /// Whether a write or a file send of this channel is scheduled and not finished.
+    private var hasPendingWrites: Bool {
+        self.operations.contains { !($0 is _ReadOperation) }
+    }
+
+    /// Closes the channel with ``IOChannel/CloseFlags/stop`` as soon as none of its writes (and
+    /// file sends) is pending: now when none is, else when the last one finishes — a
+    /// listener's graceful shutdown (`IOListener.shutdown`). A write scheduled meanwhile is
+    /// waited for too; one not yet on the ring when the stop comes is refused (ECANCELED).
+    func stopOnceWritesFinish() {
+        self.entry?.core.assertOnRingThread()
+        guard !self.stopped, !self.done else { return }
+        if self.hasPendingWrites {
+            self.stopWhenWritesFinish = true
+        } else {
+            self.requestClose(stop: true)
+        }
     }
 
     private func finishIfDone() {

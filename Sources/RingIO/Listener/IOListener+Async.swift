@@ -8,28 +8,88 @@
 import Synchronization
 import SystemPackage
 
-/// A connection accepted by an ``IOListener`` made for the async API: a stream channel on
-/// the ring that accepted it.
+/// A connection accepted by an ``IOListener``: a stream channel on the ring that accepted it.
 ///
-/// Serve it from a task on ``ring`` (``IOListener/serve(_:)`` does) and every await on
-/// ``channel`` completes on the ring thread with no hop. The listener closes the socket and
-/// counts the connection as gone (for ``IOListener/Options/maxConnections``) once the channel
-/// is closed and cleaned up: close it, or drop every reference to it.
+/// Serve it on ``ring`` — handlers with `queue: connection.ring`, or a task that prefers
+/// `connection.ring.taskExecutor` (``IOListener/serve(_:)`` does) — and its I/O completes on
+/// the ring thread with no hop. The listener owns the socket: it closes it, and stops counting
+/// the connection (for ``IOListener/Options/maxConnections``), once the channel is closed and
+/// cleaned up. Close the channel when you are done, or drop every reference to it;
+/// ``whenClosed(_:)`` tells you when that has happened.
 public struct IOConnection: Sendable {
     /// The ring that accepted the connection: its channel's I/O runs there.
     public let ring: RingLoop
-    /// A stream channel on the connected socket, on ``ring``. Its cleanup handler closes the
-    /// socket; low water is 1 byte (deliver as data arrives).
+    /// A stream channel on the connected socket, on ``ring``; its cleanup handler (on ``ring``)
+    /// closes the socket. Low water is 1 byte (deliver as data arrives).
     public let channel: IOChannel
+    private let slot: _ConnectionSlot
 
-    /// Wraps an accepted descriptor. On `ring`'s thread.
-    init(accepted fd: CInt, on ring: RingLoop, shared: _ListenerState) {
+    /// Wraps an accepted descriptor and registers it with `acceptor`. On its ring's thread.
+    init(accepted fd: CInt, by acceptor: _Acceptor) {
+        let ring = acceptor.ring
         ring.core.assertOnRingThread()
+        let slot = _ConnectionSlot()
         self.ring = ring
+        self.slot = slot
         self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { _ in
             _POSIX.close(fd)
-            shared.connectionClosed()
+            // The handler first: a shutdown's completion comes after every one of them.
+            slot.runCloseHandler()
+            acceptor.closed(slot)
         }
+        slot.channel = self.channel.state
+        acceptor.opened(slot)
+    }
+
+    /// Runs `handler` once the connection is over — its channel closed and cleaned up, its
+    /// socket closed, the listener no longer counting it — on ``ring``'s thread; soon, on
+    /// ``ring``, when that has happened already. One handler per connection: let go of the
+    /// connection's state there (the handler may hold it until then).
+    ///
+    /// - Precondition: No handler was set before.
+    public func whenClosed(_ handler: @escaping @Sendable () -> Void) {
+        let closedAlready = self.slot.closeHandler.withLock { state in
+            switch state {
+            case .none:
+                state = .set(handler)
+                return false
+            case .set:
+                preconditionFailure("IOConnection.whenClosed(_:): a handler is set already")
+            case .closed:
+                return true
+            }
+        }
+        if closedAlready { self.ring.enqueue(handler) }
+    }
+}
+
+/// What the listener keeps of one open connection, on the ring that accepted it.
+internal final class _ConnectionSlot: @unchecked Sendable {
+    // @unchecked: `channel` and `index` are touched only on the accepting ring's thread (set
+    // there before the connection is handed out); `closeHandler` is locked.
+
+    /// The handler of ``IOConnection/whenClosed(_:)``.
+    enum CloseHandler {
+        case none
+        case set(@Sendable () -> Void)
+        case closed
+    }
+
+    /// The channel's state, to stop it (graceful shutdown). Weak: the connection closes when
+    /// its user drops the channel, and the state's cleanup handler holds this slot.
+    weak var channel: _ChannelState?
+    /// Where the slot is in its acceptor's open connections.
+    var index = 0
+    let closeHandler = _Lock(CloseHandler.none)
+
+    /// The channel is cleaned up: runs the handler if one is set (ring thread).
+    func runCloseHandler() {
+        let handler: (@Sendable () -> Void)? = self.closeHandler.withLock { state in
+            defer { state = .closed }
+            if case .set(let handler) = state { return handler }
+            return nil
+        }
+        handler?()
     }
 }
 
@@ -196,12 +256,13 @@ internal final class _ConnectionQueue: Sendable {
         case ended
     }
 
-    /// Counts an accepted descriptor as a live connection of `shared` and queues it as an
-    /// ``IOConnection`` on `ring`, all under the lock ``end(failing:)`` takes: a connection
-    /// counted in ``IOListener/openConnections`` is produced by the iteration even when the
-    /// listener is closed the instant after (it was counted before the iteration's end was
-    /// decided). `ring`'s thread.
-    func push(accepted fd: CInt, on ring: RingLoop, shared: _ListenerState) -> PushOutcome {
+    /// Counts an accepted descriptor as a live connection of the listener and queues it as an
+    /// ``IOConnection`` on the acceptor's ring, all under the lock ``end(failing:)`` takes: a
+    /// connection counted in ``IOListener/openConnections`` is produced by the iteration even
+    /// when the listener is closed the instant after (it was counted before the iteration's
+    /// end was decided). The acceptor's ring thread.
+    func push(accepted fd: CInt, by acceptor: _Acceptor) -> PushOutcome {
+        let shared = acceptor.shared
         enum Outcome {
             case counted, full, ended
             case handed(UnsafeContinuation<Result<IOConnection?, Errno>, Never>, IOConnection)
@@ -214,7 +275,7 @@ internal final class _ConnectionQueue: Sendable {
                 shared.live.subtract(1, ordering: .acquiringAndReleasing)
                 return .full
             }
-            let connection = IOConnection(accepted: fd, on: ring, shared: shared)
+            let connection = IOConnection(accepted: fd, by: acceptor)
             if let waiter = state.waiter {
                 state.waiter = nil
                 return .handed(waiter, connection)

@@ -13,20 +13,27 @@ import Glibc
 #endif
 
 /// A listening TCP socket (or one per ring, with `SO_REUSEPORT`) that accepts connections with
-/// io_uring's multishot accept and hands out the connected descriptors.
+/// io_uring's multishot accept and hands each out as an ``IOConnection``: a stream channel on
+/// the ring that accepted it.
 ///
 ///     let listener = try IOListener(host: "::", port: 8080, queue: ring) { event in
-///         guard case .accepted(let fd) = event else { return }
-///         let channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring) { _ in
-///             close(fd)
-///             listener.connectionClosed()
+///         guard case .accepted(let connection) = event else { return }
+///         let channel = connection.channel
+///         channel.read(offset: 0, length: .max, queue: connection.ring) { done, data, _ in
+///             if let data, !data.isEmpty {
+///                 channel.write(offset: 0, data: data, queue: connection.ring) { _, _, _ in }
+///             }
+///             if done { channel.close() }
 ///         }
-///         …
 ///     }
+///     …
+///     listener.shutdown(gracePeriod: .seconds(5), queue: ring) { print("every connection closed") }
 ///
-/// Accepted descriptors are close-on-exec, in blocking mode, with the socket options of
+/// Accepted sockets are close-on-exec, in blocking mode, with the socket options of
 /// ``Options`` applied before they are handed out (a connection they cannot be applied to is
-/// closed and reported as ``Event/failed(_:)``). They are yours to close.
+/// closed and reported as ``Event/failed(_:)``). The listener owns them: a connection's socket
+/// is closed, and the connection stops counting, once its channel is closed (or every
+/// reference to it dropped) and cleaned up. ``IOConnection/whenClosed(_:)`` tells you when.
 ///
 /// **Failures** such as EMFILE and ENFILE (out of descriptors) are reported as
 /// ``Event/failed(_:)``; the listener keeps going: it backs off (10 ms, doubling up to 1 s,
@@ -35,13 +42,16 @@ import Glibc
 /// RLIMIT_NOFILE below the descriptors in use does not fail an accept armed before.)
 ///
 /// **Connection cap.** With ``Options/maxConnections``, accepting pauses when that many
-/// accepted connections have not been reported closed with ``connectionClosed()``, and resumes
-/// when one is. Connections the kernel completed meanwhile wait in the backlog.
+/// connections are open (handed out and not yet cleaned up), and resumes when one is cleaned
+/// up. Connections the kernel completed meanwhile wait in the backlog.
+///
+/// **Shutdown.** ``close()`` stops accepting and leaves the open connections alone;
+/// ``shutdown(gracePeriod:queue:completion:)`` (or ``shutdown(gracePeriod:)`` with async/await)
+/// also ends them: each is stopped as soon as none of its writes is pending, the rest at the
+/// end of the grace period, and the completion runs once every one is cleaned up.
 ///
 /// **Swift concurrency.** A listener made without a handler hands its connections out as an
-/// `AsyncSequence` instead (``connections()``, ``serve(_:)``): each an ``IOConnection`` with a
-/// stream channel on the ring that accepted it, counted for the cap until its channel is
-/// cleaned up — no ``connectionClosed()`` to call.
+/// `AsyncSequence` instead (``connections()``, ``serve(_:)``).
 public final class IOListener: Sendable {
     /// How the listener binds and what it applies to accepted sockets.
     public struct Options: Sendable {
@@ -54,7 +64,8 @@ public final class IOListener: Sendable {
         public var noDelay = true
         /// `SO_KEEPALIVE` on accepted sockets.
         public var keepAlive = false
-        /// The most accepted connections not yet reported closed; accepting pauses at the cap.
+        /// The most connections open at once (handed out, their channel not yet cleaned up);
+        /// accepting pauses at the cap.
         public var maxConnections = Int.max
 
         public init() {}
@@ -62,8 +73,9 @@ public final class IOListener: Sendable {
 
     /// What the handler is told.
     public enum Event: Sendable {
-        /// A connected descriptor, now the handler's.
-        case accepted(CInt)
+        /// A connection: a stream channel on the ring that accepted it. Close its channel when
+        /// you are done with it (or drop every reference to it); the listener closes the socket.
+        case accepted(IOConnection)
         /// Accepting failed (EMFILE, ENFILE, ENOBUFS…): the listener backs off and retries. Or
         /// an accepted connection could not be given the socket options of ``Options``: it
         /// was closed, and accepting goes on.
@@ -88,8 +100,11 @@ public final class IOListener: Sendable {
     ///     listener runs on `group.next()`.
     ///   - ring: The ring to accept on when there is no group. When both are `nil`: `queue`
     ///     if it is a ring, else the next ring of ``RingLoopGroup/shared``.
-    ///   - queue: Where `handler` runs.
-    ///   - handler: Called for each accepted connection and each failure.
+    ///   - queue: Where `handler` runs; `nil`: on the ring that accepted the connection (or
+    ///     whose accept failed), with no hop — with a group and ``Options/reusePort``, each
+    ///     connection is then served where its I/O runs.
+    ///   - handler: Called for each accepted connection and each failure. Its calls on one
+    ///     queue (or, with `queue: nil`, on one ring) never overlap.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
     ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
     public init(
@@ -98,7 +113,7 @@ public final class IOListener: Sendable {
         options: Options = Options(),
         group: RingLoopGroup? = nil,
         ring: RingLoop? = nil,
-        queue: some IOQueue,
+        queue: (any IOQueue)?,
         handler: @escaping @Sendable (Event) -> Void
     ) throws(Errno) {
         let shared = _ListenerState(options: options, queue: queue, handler: handler, connections: nil)
@@ -228,31 +243,98 @@ public final class IOListener: Sendable {
         self.boundAddresses.map(\.description)
     }
 
-    /// Reports that one accepted connection is gone: accepting resumes if it was paused at
-    /// ``Options/maxConnections``. Any thread. Only for a listener with a handler: the
-    /// connections of the async API are counted by the listener itself.
-    public func connectionClosed() {
-        precondition(
-            self.shared.connections == nil,
-            "IOListener.connectionClosed(): the async listener counts its connections itself"
-        )
-        self.shared.connectionClosed()
-    }
-
-    /// Accepted connections that are still open: handed out and not yet reported closed (with
-    /// a handler), or whose channel is not yet cleaned up (async). Any thread.
+    /// Accepted connections that are still open: handed out (or, for ``connections()``, queued)
+    /// and their channel not yet cleaned up. Any thread.
     public var openConnections: Int {
         self.shared.live.load(ordering: .acquiring)
     }
 
     /// Stops accepting: new connection attempts are refused from now on; the listening
     /// sockets are closed on their rings once their accepts have returned. ``connections()``
-    /// ends after the connections already accepted. Idempotent.
+    /// ends after the connections already accepted. The open connections stay open (see
+    /// ``shutdown(gracePeriod:queue:completion:)``). Idempotent.
     public func close() {
         guard !self.shared.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for acceptor in self.acceptors { acceptor.stop() }
         self.shared.connections?.end()
     }
+
+    /// Graceful shutdown: stops accepting (``close()``), lets each open connection finish the
+    /// writes it has pending, and ends it; then runs `completion` on `queue`.
+    ///
+    /// Each open connection's channel is closed with ``IOChannel/CloseFlags/stop`` as soon as
+    /// none of its writes (or file sends) is pending — at once for an idle one; a write
+    /// scheduled meanwhile is waited for too, one scheduled after the stop is refused
+    /// (ECANCELED). Its pending read ends with ECANCELED after the bytes already received. At
+    /// the end of `gracePeriod`, the connections still open are stopped whatever they have
+    /// pending: their writes end with ECANCELED and what was not sent. `completion` runs once
+    /// every connection accepted is cleaned up (its socket closed, its
+    /// ``IOConnection/whenClosed(_:)`` handler run) — at once when none is open.
+    ///
+    /// Event-driven: each connection's stop comes with the completion of its last write, the
+    /// deadline is one timer per ring (in the ring's timer queue, no thread waits).
+    ///
+    ///     listener.shutdown(gracePeriod: .seconds(5), queue: ring) {
+    ///         group.shutdown()
+    ///     }
+    ///
+    /// A second call adds its completion; the first call's grace period stands. The rings
+    /// must keep running until `completion` has run (a ring shut down first drops its timer).
+    ///
+    /// - Parameters:
+    ///   - gracePeriod: How long pending writes may take; `.zero` stops every connection now.
+    ///   - queue: Where `completion` runs.
+    ///   - completion: Called once, when every connection is cleaned up.
+    /// - Precondition: `gracePeriod >= .zero`.
+    public func shutdown(
+        gracePeriod: Duration,
+        queue: some IOQueue,
+        completion: @escaping @Sendable () -> Void
+    ) {
+        precondition(gracePeriod >= .zero, "IOListener.shutdown(gracePeriod: \(gracePeriod)) must not be negative")
+        self.close()
+        let (seconds, attoseconds) = gracePeriod.components
+        let nanoseconds =
+            seconds >= Int64.max / 1_000_000_000
+            ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let start = self.shared.shutdown.withLock { state -> Bool in
+            switch state {
+            case .running:
+                state = .draining(acceptorsLeft: self.acceptors.count, completions: [(queue, completion)])
+                return true
+            case .draining(let left, var completions):
+                completions.append((queue, completion))
+                state = .draining(acceptorsLeft: left, completions: completions)
+                return false
+            case .finished:
+                queue.enqueue(completion)
+                return false
+            }
+        }
+        guard start else { return }
+        let deadline = _Clock.nanoseconds(realtime: false).addingReportingOverflow(nanoseconds)
+        let at = deadline.overflow ? Int64.max : deadline.partialValue
+        for acceptor in self.acceptors { acceptor.drain(until: at) }
+    }
+
+    /// Graceful shutdown with async/await: ``shutdown(gracePeriod:queue:completion:)``,
+    /// returning once every connection is cleaned up.
+    ///
+    ///     await listener.shutdown(gracePeriod: .seconds(5))
+    public func shutdown(gracePeriod: Duration) async {
+        let ring = self.acceptors[0].ring
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            self.shutdown(gracePeriod: gracePeriod, queue: ring) { continuation.resume() }
+        }
+    }
+}
+
+/// Where a listener's graceful shutdown is.
+internal enum _ShutdownState {
+    case running
+    /// Acceptors still with connections open; the completions to run when none is left.
+    case draining(acceptorsLeft: Int, completions: [(any IOQueue, @Sendable () -> Void)])
+    case finished
 }
 
 /// What the acceptors of one listener share. Any thread: atomics; the handler is immutable.
@@ -260,12 +342,14 @@ internal final class _ListenerState: @unchecked Sendable {
     // @unchecked: `acceptors` is written once, in the listener's init, before any acceptor
     // starts (a weak reference is loaded atomically); everything else is immutable or atomic.
     let options: IOListener.Options
-    let queue: any IOQueue
+    /// Where the handler runs; `nil`: on the accepting ring.
+    let queue: (any IOQueue)?
     let handler: @Sendable (IOListener.Event) -> Void
     /// The async API's connections waiting for the iteration; `nil` with a handler.
     let connections: _ConnectionQueue?
     let live = Atomic<Int>(0)
     let closed = Atomic<Bool>(false)
+    let shutdown = _Lock(_ShutdownState.running)
     /// Weak: each acceptor holds this state, and a connection's cleanup may outlive the
     /// listener. The listener holds its acceptors, and the ring holds one while it has an
     /// operation in flight; a strong reference here made a cycle that kept every acceptor,
@@ -274,7 +358,7 @@ internal final class _ListenerState: @unchecked Sendable {
 
     init(
         options: IOListener.Options,
-        queue: any IOQueue,
+        queue: (any IOQueue)?,
         handler: @escaping @Sendable (IOListener.Event) -> Void,
         connections: _ConnectionQueue?
     ) {
@@ -289,11 +373,27 @@ internal final class _ListenerState: @unchecked Sendable {
     /// Accepting must pause: at the cap, or the async iteration is too far behind.
     var mustPause: Bool { self.atCap || (self.connections?.isFull ?? false) }
 
+    /// A connection's channel is cleaned up (its socket closed): it stops counting.
     func connectionClosed() {
         let before = self.live.subtract(1, ordering: .acquiringAndReleasing).oldValue
         if before >= self.options.maxConnections {
             self.resumeAcceptors()
         }
+    }
+
+    /// An acceptor has no connection left open during a shutdown: the completions run once
+    /// every acceptor has said so.
+    func acceptorDrained() {
+        let completions: [(any IOQueue, @Sendable () -> Void)] = self.shutdown.withLock { state in
+            guard case .draining(let left, let completions) = state else { return [] }
+            if left > 1 {
+                state = .draining(acceptorsLeft: left - 1, completions: completions)
+                return []
+            }
+            state = .finished
+            return completions
+        }
+        for (queue, completion) in completions { queue.enqueue(completion) }
     }
 
     /// Accepting may go on (a connection closed, the iteration took one from a full queue).
@@ -307,15 +407,18 @@ internal struct _WeakAcceptor {
     weak var acceptor: _Acceptor?
 }
 
-/// One listening socket and its multishot accept, on one ring.
+/// One listening socket and its multishot accept, on one ring, and the connections it handed
+/// out that are still open.
 ///
 /// Confinement: everything but `fd` (immutable) and `socketClosedForStop` (locked) is touched
 /// only on `ring`'s thread; the methods that touch it check so in debug builds
-/// (`assertOnRingThread()`). `start`, `resumeIfPaused` and `stop` are for any thread.
-internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
+/// (`assertOnRingThread()`). `start`, `resumeIfPaused`, `stop` and `drain` are for any thread.
+/// A connection's cleanup handler runs on `ring` (the channel's queue), so its slot leaves
+/// `open` there too.
+internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecked Sendable {
     let ring: RingLoop
     let fd: CInt
-    private let shared: _ListenerState
+    let shared: _ListenerState
 
     private var armed: UInt64?
     private var backoff: Duration = .zero
@@ -328,8 +431,14 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     private let socketClosedForStop = _Lock(false)
     private var inFlight = 0
     /// Connections accepted past the cap (the multishot had more ready): handed out, in
-    /// order, as soon as connections are reported closed.
+    /// order, as soon as connections are cleaned up.
     private var held: [CInt] = []
+    /// The connections handed out and not yet cleaned up; each slot knows its index.
+    private var open: [_ConnectionSlot] = []
+    /// A graceful shutdown is under way: each connection cleaned up may be the last.
+    private var draining = false
+    /// The shutdown's deadline in the ring's timers.
+    private var drainTimer: _RingTimerToken?
 
     private enum Tag {
         static let accept: UInt64 = 1
@@ -376,6 +485,75 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
             acceptor.closeSocketIfIdle()
         }
     }
+
+    /// Runs `work` (a call of the handler) on the listener's queue, or on this ring.
+    private func deliverToHandler(_ work: @escaping @Sendable () -> Void) {
+        if let queue = self.shared.queue {
+            self.ring.core.deliver(on: queue, work)
+        } else {
+            self.ring.core.deliver(on: self.ring, work)
+        }
+    }
+
+    // MARK: Connections
+
+    /// Registers a connection handed out. Ring thread.
+    func opened(_ slot: _ConnectionSlot) {
+        self.ring.core.assertOnRingThread()
+        slot.index = self.open.count
+        self.open.append(slot)
+    }
+
+    /// A connection's channel is cleaned up and its socket closed: it leaves `open`, stops
+    /// counting, and may be the last one a shutdown waits for. Ring thread (the channel's
+    /// cleanup queue).
+    func closed(_ slot: _ConnectionSlot) {
+        self.ring.core.assertOnRingThread()
+        let index = slot.index
+        let last = self.open.removeLast()
+        if last !== slot {
+            self.open[index] = last
+            last.index = index
+        }
+        self.shared.connectionClosed()
+        if self.draining && self.open.isEmpty { self.drained() }
+    }
+
+    /// Graceful shutdown (after `stop`, in order on the ring): every open connection stops as
+    /// soon as its writes are done; the rest at `deadline` (monotonic nanoseconds).
+    func drain(until deadline: Int64) {
+        self.perform { acceptor in
+            acceptor.ring.core.assertOnRingThread()
+            guard !acceptor.draining else { return }
+            acceptor.draining = true
+            if acceptor.open.isEmpty {
+                acceptor.drained()
+                return
+            }
+            acceptor.drainTimer = acceptor.ring.core.armTimer(at: deadline, target: acceptor)
+            // A copy: a stop may clean a connection up (and change `open`) at once.
+            for slot in acceptor.open { slot.channel?.stopOnceWritesFinish() }
+        }
+    }
+
+    /// The shutdown's deadline: what is still open stops now.
+    func ringTimerFired(context: UInt64) {
+        self.ring.core.assertOnRingThread()
+        self.drainTimer = nil
+        for slot in self.open { slot.channel?.requestClose(stop: true) }
+    }
+
+    private func drained() {
+        self.ring.core.assertOnRingThread()
+        if let timer = self.drainTimer {
+            self.ring.core.cancelTimer(timer)
+            self.drainTimer = nil
+        }
+        self.draining = false
+        self.shared.acceptorDrained()
+    }
+
+    // MARK: Accepting
 
     private func arm() {
         self.ring.core.assertOnRingThread()
@@ -464,7 +642,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
             // connection is another socket.
             _POSIX.close(connection)
             let handler = self.shared.handler
-            self.ring.core.deliver(on: self.shared.queue) { handler(.failed(error)) }
+            self.deliverToHandler { handler(.failed(error)) }
             return
         }
         if !self.held.isEmpty || !self.handOut(connection) {
@@ -489,7 +667,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
     private func handOut(_ connection: CInt) -> Bool {
         self.ring.core.assertOnRingThread()
         if let connections = self.shared.connections {
-            switch connections.push(accepted: connection, on: self.ring, shared: self.shared) {
+            switch connections.push(accepted: connection, by: self) {
             case .counted: return true
             case .full: return false
             case .ended:
@@ -503,7 +681,8 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
             return false
         }
         let handler = self.shared.handler
-        self.ring.core.deliver(on: self.shared.queue) { handler(.accepted(connection)) }
+        let accepted = IOConnection(accepted: connection, by: self)
+        self.deliverToHandler { handler(.accepted(accepted)) }
         return true
     }
 
@@ -518,7 +697,7 @@ internal final class _Acceptor: RingOperationTarget, @unchecked Sendable {
             break
         }
         let handler = self.shared.handler
-        self.ring.core.deliver(on: self.shared.queue) { handler(.failed(error)) }
+        self.deliverToHandler { handler(.failed(error)) }
         // Back off before accepting again (EMFILE would fail every attempt until a
         // descriptor is closed).
         self.backoff = self.backoff == .zero ? .milliseconds(10) : min(self.backoff * 2, .seconds(1))
