@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "ByteRopesFoundationCompat", targets: ["ByteRopesFoundationCompat"]),
         .library(name: "RingIO", targets: ["RingIO"]),
         .library(name: "RingHTTP", targets: ["RingHTTP"]),
+        .library(name: "RingIOServiceLifecycle", targets: ["RingIOServiceLifecycle"]),
         .executable(name: "rope-tour", targets: ["RopeTour"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
         .executable(name: "http-server", targets: ["HTTPServer"]),
@@ -33,6 +34,8 @@ let package = Package(
         // `swift package generate-documentation` (DocC); a command plugin, not a dependency of
         // any target.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // RingIOServiceLifecycle only (and the examples through it): RingIO does not depend on it.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // liburing, imported per STYLE.md "Bringing in liburing" (the header order matters).
@@ -56,13 +59,25 @@ let package = Package(
         ),
         // HTTP/1.1 request parsing and response writing over ByteRope; no ring, no C module.
         .target(name: "RingHTTP", dependencies: ["ByteRopes"]),
+        // A swift-service-lifecycle Service for servers built on IOListener: a product of its
+        // own, so that RingIO keeps its small set of dependencies.
+        .target(
+            name: "RingIOServiceLifecycle",
+            dependencies: [
+                "RingIO",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(name: "RopeTour", dependencies: ["ByteRopes"], path: "Examples/RopeTour"),
-        // The echo server: RingIO's public API only.
+        // The echo server: RingIO's public API only (SIGINT/SIGTERM through a ServiceGroup).
         .executableTarget(
             name: "EchoServer",
             dependencies: [
                 "RingIO",
+                "RingIOServiceLifecycle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/EchoServer"
         ),
@@ -72,14 +87,26 @@ let package = Package(
             dependencies: [
                 "RingIO",
                 "RingHTTP",
+                "RingIOServiceLifecycle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Examples/HTTPServer"
         ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
         .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
         .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
+        .testTarget(
+            name: "RingIOServiceLifecycleTests",
+            dependencies: [
+                "RingIO",
+                "RingIOServiceLifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         // Runs the example servers as processes, with real clients; depends on them so that
         // `swift test` builds them; RingIO only to tell whether io_uring is available here.
         .testTarget(name: "ExamplesTests", dependencies: ["EchoServer", "HTTPServer", "RingIO"]),

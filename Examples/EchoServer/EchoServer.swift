@@ -7,7 +7,10 @@
 
 import ArgumentParser
 import Dispatch
+import Logging
 import RingIO
+import RingIOServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
@@ -31,7 +34,7 @@ enum Delivery: String, ExpressibleByArgument, CaseIterable {
 }
 
 @main
-struct EchoServer: ParsableCommand {
+struct EchoServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "echo-server",
         abstract: "Echoes every byte back to its sender, zero-copy, on io_uring.",
@@ -106,7 +109,7 @@ struct EchoServer: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let group = try RingLoopGroup(count: self.rings)
         // --stats: counters, and a SIGUSR1 source that prints them (set up before the server
         // is announced: whoever started it may signal it as soon as it reads the port).
@@ -115,7 +118,7 @@ struct EchoServer: ParsableCommand {
         options.reusePort = true  // a socket per ring: each connection lives on the ring that accepted it
         options.maxConnections = self.maxConnections
         let listener: IOListener
-        let serving: Task<Void, Never>?
+        let service: IOListenerService
         switch self.api {
         case .handlers:
             listener = try IOListener(host: self.host, port: self.port, options: options, group: group, queue: nil) {
@@ -132,36 +135,39 @@ struct EchoServer: ParsableCommand {
                     print("echo-server: accept failed: \(error) (retrying)")
                 }
             }
-            serving = nil
+            service = IOListenerService(listener, gracePeriod: .seconds(self.drainSeconds))
         case .async:
             listener = try IOListener(host: self.host, port: self.port, options: options, group: group) { error in
                 print("echo-server: accept failed: \(error) (retrying)")
             }
             // The accepting loop runs on a ring too: each connection's task goes to its own ring.
-            serving = Task(executorPreference: group.rings[0].taskExecutor) {
-                await listener.serve { connection in await echo(connection, configuration: self, stats: stats) }
+            service = IOListenerService(
+                listener,
+                gracePeriod: .seconds(self.drainSeconds),
+                executor: group.rings[0].taskExecutor
+            ) { connection in
+                await echo(connection, configuration: self, stats: stats)
             }
         }
         let report = stats?.reportOnSIGUSR1(on: group.rings[0]) { listener.openConnections }
-        print("echo-server listening on \(listener.localAddresses.joined(separator: ", "))")
-        fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
-        // SIGINT/SIGTERM: stop accepting, let the writes in flight finish (at most
-        // --drain-seconds), close every connection.
-        let stopped = DispatchSemaphore(value: 0)
-        let signals = [SIGINT, SIGTERM].map { signal in
-            let source = IOSource.signal(signal, queue: group.rings[0])
-            source.setEventHandler {
-                Task {
-                    await listener.shutdown(gracePeriod: .seconds(self.drainSeconds))
-                    await serving?.value
-                    stopped.signal()
-                }
-            }
-            source.resume()
-            return source
+        // Announced once the group traps SIGINT and SIGTERM (its services start then):
+        // whoever started the server may signal it as soon as it reads the port.
+        let announce = ClosureService {
+            print("echo-server listening on \(listener.localAddresses.joined(separator: ", "))")
+            fflush(nil)  // at once, also into a pipe
+            try? await gracefulShutdown()
         }
-        stopped.wait()
-        for source in signals + [report].compactMap({ $0 }) { source.cancel() }
+        // Until SIGINT/SIGTERM; then the listener's graceful shutdown: stop accepting, let the
+        // writes in flight finish (at most --drain-seconds), close every connection.
+        var logger = Logger(label: "echo-server") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
+        let services = ServiceGroup(
+            services: [announce, service],
+            gracefulShutdownSignals: [.sigint, .sigterm],
+            logger: logger
+        )
+        try await services.run()
+        report?.cancel()
         if self.stats {
             for (index, ring) in group.rings.enumerated() {
                 print("echo-server: ring \(index): \(ring.counters)")

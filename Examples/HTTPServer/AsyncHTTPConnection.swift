@@ -61,7 +61,7 @@ struct AsyncHTTPConnection {
                 if close { break }
             }
         } catch {
-            // A reset, a failed file, a cancelled task (the server stopping): close.
+            // A reset, a failed file, the listener's shutdown (ECANCELED): close.
         }
         stats?.readFinished()
         // .stop: the read is waiting for bytes that will not be answered.
@@ -87,7 +87,7 @@ struct AsyncHTTPConnection {
                 break
             }
             completed = true
-            let keepAlive = request.keepAlive && !self.server.stopping.load(ordering: .relaxed)
+            let keepAlive = request.keepAlive
             if !keepAlive { closing = true }  // later pipelined requests are not answered
             let answer = self.server.answer(to: request, keepAlive: keepAlive)
             batch.append(answer.bytes)
@@ -121,7 +121,7 @@ struct AsyncHTTPConnection {
         return closing
     }
 
-    /// A second has passed: the header and idle timeouts, and the server stopping. Returns
+    /// A second has passed: the header and idle timeouts. Returns
     /// whether the connection is to close.
     private mutating func tick() async throws(Errno) -> Bool {
         self.idleTicks += 1
@@ -133,7 +133,7 @@ struct AsyncHTTPConnection {
             }
             return false
         }
-        return self.idleTicks > self.server.configuration.idleTimeout || self.server.stopping.load(ordering: .relaxed)
+        return self.idleTicks > self.server.configuration.idleTimeout
     }
 
     /// Sends a large range of a file from the page cache to the socket, after its head, with

@@ -35,8 +35,7 @@ import Glibc
 /// is reset to zero at once, so the writes arm no timer. The header timeout counts whole ticks
 /// since the current request's first bytes, the idle timeout since the last bytes, so a
 /// timeout of T seconds fires between T and T + 1 seconds — one timer per connection, in its
-/// ring's timer queue, at no cost per request. Once the server is stopping, an idle
-/// connection closes at its next tick, and responses say `Connection: close`.
+/// ring's timer queue, at no cost per request.
 final class HTTPConnection: @unchecked Sendable {
     // @unchecked: the mutable state is touched only by this connection's handlers, which run
     // on `queue` one at a time (a ring, or a serial DispatchQueue), by `init` and `start`
@@ -179,8 +178,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// A second has passed (the read's tick): the header and idle timeouts; an idle
-    /// connection closes as soon as the server is stopping.
+    /// A second has passed (the read's tick): the header and idle timeouts.
     private func tick() {
         guard !self.closed else { return }
         self.idleTicks += 1
@@ -192,8 +190,8 @@ final class HTTPConnection: @unchecked Sendable {
                 self.failAfterPending(status: 408)
                 self.process()
             }
-        } else if (self.idleTicks > self.idleTimeout || self.server.stopping.load(ordering: .relaxed))
-            && self.pending.isEmpty && !self.busy && self.writesInFlight == 0
+        } else if self.idleTicks > self.idleTimeout && self.pending.isEmpty && !self.busy
+            && self.writesInFlight == 0
         {
             self.closing = true
             self.closeIfDone()
@@ -241,7 +239,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func respond(to request: HTTPRequest) {
-        let keepAlive = request.keepAlive && !self.server.stopping.load(ordering: .relaxed)
+        let keepAlive = request.keepAlive
         if !keepAlive {
             // This is the last response: later pipelined requests are not answered.
             self.closing = true

@@ -10,6 +10,8 @@ import Dispatch
 import Logging
 import RingHTTP
 import RingIO
+import RingIOServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
@@ -33,7 +35,7 @@ enum Delivery: String, ExpressibleByArgument, CaseIterable {
 }
 
 @main
-struct HTTPServer: ParsableCommand {
+struct HTTPServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "http-server",
         abstract: "An HTTP/1.1 server on io_uring: keep-alive, pipelining, static files without copies.",
@@ -123,30 +125,40 @@ struct HTTPServer: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         let group = try RingLoopGroup(count: self.rings)
         let server = try Server(configuration: self, group: group)
-        let (listener, serving) = try server.listen()
+        let (listener, service) = try server.listen()
         // Before the server is announced: whoever started it may signal it once it has the port.
         let report = server.stats?.reportOnSIGUSR1(on: group.rings[0]) {
             listener.openConnections
         } openFiles: {
             server.openFiles.count
         }
-        print("http-server listening on \(listener.localAddresses.joined(separator: ", "))")
-        fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
-        server.waitForSignal {
-            await listener.shutdown(gracePeriod: .seconds(self.drainSeconds))
-            await serving?.value
+        // Announced once the group traps SIGINT and SIGTERM (its services start then).
+        let announce = ClosureService {
+            print("http-server listening on \(listener.localAddresses.joined(separator: ", "))")
+            fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
+            try? await gracefulShutdown()
         }
+        // Until SIGINT/SIGTERM; then the listener's graceful shutdown: stop accepting, let the
+        // writes in flight finish (at most --drain-seconds), close every connection.
+        var logger = server.logger
+        logger.logLevel = .warning
+        let services = ServiceGroup(
+            services: [announce, service],
+            gracefulShutdownSignals: [.sigint, .sigterm],
+            logger: logger
+        )
+        try await services.run()
         server.openFiles.closeAll()
         report?.cancel()
         group.shutdown()
     }
 }
 
-/// The running server: its listener, what every connection shares, the shutdown.
+/// The running server: its listener, and what every connection shares.
 final class Server: Sendable {
     let configuration: HTTPServer
     /// `--access-log`, read once: the option's getter costs hundreds of instructions, too much
@@ -161,8 +173,6 @@ final class Server: Sendable {
     /// `--open-files`: the files kept open between requests.
     let openFiles: OpenFiles
     private let group: RingLoopGroup
-    /// SIGINT or SIGTERM came: responses say `Connection: close`, idle connections close.
-    let stopping = Atomic<Bool>(false)
 
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
         self.configuration = configuration
@@ -183,8 +193,9 @@ final class Server: Sendable {
 
     /// Listens: a socket per ring (`SO_REUSEPORT`), each connection served on the ring that
     /// accepted it; the listener counts the connections (`--max-connections`) and closes their
-    /// sockets. With `--api async`, also the task that serves the connections.
-    func listen() throws -> (IOListener, serving: Task<Void, Never>?) {
+    /// sockets. The service serves until the service group shuts down, then shuts the
+    /// listener down gracefully (`--drain-seconds`).
+    func listen() throws -> (IOListener, IOListenerService) {
         let configuration = self.configuration
         var options = IOListener.Options()
         options.reusePort = true
@@ -204,7 +215,7 @@ final class Server: Sendable {
                 case .failed(let error): self.logger.warning("accept failed: \(error) (retrying)")
                 }
             }
-            return (listener, nil)
+            return (listener, IOListenerService(listener, gracePeriod: .seconds(configuration.drainSeconds)))
         case .async:
             let listener = try IOListener(
                 host: configuration.host,
@@ -215,13 +226,15 @@ final class Server: Sendable {
                 self.logger.warning("accept failed: \(error) (retrying)")
             }
             // The accepting loop runs on a ring too: each connection's task goes to its own ring.
-            let serving = Task(executorPreference: self.group.rings[0].taskExecutor) {
-                await listener.serve { connection in
-                    var served = AsyncHTTPConnection(connection, server: self)
-                    await served.run()
-                }
+            let service = IOListenerService(
+                listener,
+                gracePeriod: .seconds(configuration.drainSeconds),
+                executor: self.group.rings[0].taskExecutor
+            ) { connection in
+                var served = AsyncHTTPConnection(connection, server: self)
+                await served.run()
             }
-            return (listener, serving)
+            return (listener, service)
         }
     }
 
@@ -232,24 +245,5 @@ final class Server: Sendable {
             self.configuration.queue == .ring ? connection.ring : DispatchQueue(label: "http-server.connection")
         self.stats?.connectionAccepted()
         HTTPConnection(connection, queue: queue, server: self).start()
-    }
-
-    /// Returns after SIGINT or SIGTERM and `shutdown` (the listener's graceful shutdown).
-    func waitForSignal(shutdown: @escaping @Sendable () async -> Void) {
-        let stopped = DispatchSemaphore(value: 0)
-        let signals = [SIGINT, SIGTERM].map { signal in
-            let source = IOSource.signal(signal, queue: self.group.rings[0])
-            source.setEventHandler {
-                guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-                Task {
-                    await shutdown()
-                    stopped.signal()
-                }
-            }
-            source.resume()
-            return source
-        }
-        stopped.wait()
-        for source in signals { source.cancel() }
     }
 }

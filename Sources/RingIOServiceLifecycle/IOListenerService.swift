@@ -1,0 +1,103 @@
+//===----------------------------------------------------------------------===//
+// RingIO — swift-service-lifecycle: a server built on an IOListener, as a Service.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+import RingIO
+import ServiceLifecycle
+
+/// A server built on an ``RingIO/IOListener``, as a swift-service-lifecycle `Service`: it
+/// serves until the service group shuts down gracefully (a signal such as SIGTERM, another
+/// service ending) or the task running it is cancelled, and then shuts the listener down with
+/// ``RingIO/IOListener/shutdown(gracePeriod:)`` — stop accepting, let each connection's
+/// writes in flight finish within the grace period, close the rest. ``run()`` returns once
+/// every connection is cleaned up.
+///
+///     let listener = try IOListener(host: "::", port: 8080, options: options, group: rings)
+///     let server = IOListenerService(listener, gracePeriod: .seconds(5)) { connection in
+///         for try await data in connection.channel.reads() {
+///             try await connection.channel.write(data)
+///         }
+///     }
+///     let group = ServiceGroup(
+///         services: [server],
+///         gracefulShutdownSignals: [.sigterm, .sigint],
+///         logger: logger
+///     )
+///     try await group.run()
+///
+/// With a listener made with a handler (which serves its connections as they come), use
+/// ``init(_:gracePeriod:)``: the service then only ties the listener's shutdown to the
+/// group's.
+///
+/// Cancellation shuts the listener down with no grace period: every connection is stopped at
+/// once (and, with a connection handler, every connection's task is cancelled).
+///
+/// This module is a product of its own (`RingIOServiceLifecycle`), so that `RingIO` keeps its
+/// small set of dependencies.
+public struct IOListenerService: Service {
+    private let listener: IOListener
+    private let gracePeriod: Duration
+    private let handler: (@Sendable (IOConnection) async throws -> Void)?
+    private let executor: (any TaskExecutor)?
+
+    /// A service that serves `listener`'s connections with `handler`
+    /// (``RingIO/IOListener/serve(_:)``: a child task per connection on the ring that accepted
+    /// it).
+    ///
+    /// - Parameters:
+    ///   - listener: A listener made without a handler (for ``RingIO/IOListener/connections()``).
+    ///   - gracePeriod: How long the connections' writes in flight may take once the group
+    ///     shuts down gracefully.
+    ///   - executor: Where the accepting loop runs (a ring's `taskExecutor`, say); `nil`: the
+    ///     global concurrent executor. Each connection's task prefers its own ring either way.
+    ///   - handler: Serves one connection; see ``RingIO/IOListener/serve(_:)``.
+    public init(
+        _ listener: IOListener,
+        gracePeriod: Duration,
+        executor: (any TaskExecutor)? = nil,
+        handler: @escaping @Sendable (IOConnection) async throws -> Void
+    ) {
+        self.listener = listener
+        self.gracePeriod = gracePeriod
+        self.handler = handler
+        self.executor = executor
+    }
+
+    /// A service for a listener with a handler, which serves its connections itself: ``run()``
+    /// waits for the group's graceful shutdown (or cancellation) and shuts the listener down.
+    ///
+    /// - Parameters:
+    ///   - listener: A listener made with a handler.
+    ///   - gracePeriod: How long the connections' writes in flight may take once the group
+    ///     shuts down gracefully.
+    public init(_ listener: IOListener, gracePeriod: Duration) {
+        self.listener = listener
+        self.gracePeriod = gracePeriod
+        self.handler = nil
+        self.executor = nil
+    }
+
+    /// Serves until graceful shutdown or cancellation, then shuts the listener down (with the
+    /// grace period, or, when cancelled, none) and returns once every connection is cleaned up
+    /// (and, with a connection handler, every connection's task has ended).
+    public func run() async {
+        let listener = self.listener
+        await withDiscardingTaskGroup { group in
+            if let handler = self.handler {
+                group.addTask(executorPreference: self.executor) {
+                    await listener.serve(handler)
+                }
+            }
+            var grace = self.gracePeriod
+            do {
+                try await gracefulShutdown()
+            } catch {
+                grace = .zero  // cancelled
+            }
+            await listener.shutdown(gracePeriod: grace)
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//===----------------------------------------------------------------------===//
+// RingIO — IOListenerService in a ServiceGroup: graceful shutdown drains the connections
+// (a write in flight finishes), cancellation stops them at once; both listener styles.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import Logging
+import RingIO
+import RingIOServiceLifecycle
+import ServiceLifecycle
+import Synchronization
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether io_uring can be set up here (the suite is skipped where it cannot).
+private let ringIsAvailable: Bool =
+    (try? RingLoop(entries: 8)).map { ring in
+        ring.shutdown()
+        return true
+    } ?? false
+
+/// A blocking client connected to 127.0.0.1:`port`, its reads bounded to 10 s; its receive
+/// buffer small when `small` (the server's large writes stay in flight until it reads).
+private func connect(_ port: UInt16, small: Bool = false) throws -> CInt {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    try #require(fd >= 0)
+    if small {
+        var size: CInt = 16_384
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+    }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    if connected != 0 { close(fd) }
+    try #require(connected == 0, "connect: \(errno)")
+    return fd
+}
+
+/// Everything `fd` delivers until the end of the stream (or an error, or the 10 s timeout).
+private func readToEnd(_ fd: CInt) -> [UInt8] {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { return bytes }
+        bytes += buffer[0..<count]
+    }
+}
+
+/// Runs `body` on a thread of its own (blocking clients stay off the cooperative pool).
+private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detach { continuation.resume(returning: body()) }
+    }
+}
+
+/// A detached thread, without Foundation.
+private enum Thread {
+    static func detach(_ body: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(Body(body))
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread,
+            nil,
+            { pointer in
+                let body = Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue()
+                body.run()
+                return nil
+            },
+            box.toOpaque()
+        )
+        precondition(created == 0, "pthread_create: \(created)")
+        pthread_detach(thread)
+    }
+
+    private final class Body: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+}
+
+/// Polls `condition` every 5 ms (on a thread of its own) until it holds or 10 s pass.
+private func eventually(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
+    await onThread {
+        for _ in 0..<2_000 {
+            if condition() { return true }
+            usleep(5_000)
+        }
+        return condition()
+    }
+}
+
+private let logger = Logger(label: "IOListenerServiceTests") { _ in SwiftLogNoOpLogHandler() }
+
+/// Bytes far larger than the socket buffers: a write of them is in flight while the client
+/// does not read.
+private let largeReply = [UInt8]((0..<(16 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+
+@Suite("IOListenerService", .enabled(if: ringIsAvailable, "io_uring is unavailable here"))
+struct IOListenerServiceTests {
+    @Test("async listener: graceful shutdown lets a large write finish, closes the idle connection, run() returns")
+    func gracefulShutdownAsync() async throws {
+        let rings = try RingLoopGroup(count: 1, entries: 64)
+        defer { rings.shutdown() }
+        let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings)
+        let outcomes = Mutex<[String]>([])
+        let service = IOListenerService(listener, gracePeriod: .seconds(60)) { connection in
+            var request = try await connection.channel.read(length: 1)
+            if request.first == UInt8(ascii: "L") {
+                try await connection.channel.write(ByteRope(copying: largeReply))
+            }
+            do {
+                request = try await connection.channel.read(length: 1)
+                outcomes.withLock { $0.append("read \(request.count)") }
+            } catch {
+                outcomes.withLock { $0.append("\(error)") }
+            }
+        }
+        let group = ServiceGroup(services: [service], logger: logger)
+        let running = Task { try await group.run() }
+
+        let idle = try connect(listener.port)
+        defer { close(idle) }
+        let downloading = try connect(listener.port, small: true)
+        defer { close(downloading) }
+        #expect(send(idle, "I", 1, 0) == 1)
+        #expect(send(downloading, "L", 1, 0) == 1)
+        let open = await eventually { listener.openConnections == 2 }
+        try #require(open)
+        await group.triggerGracefulShutdown()
+        let received = await onThread { readToEnd(downloading) }
+        #expect(received.count == largeReply.count)
+        #expect(received == largeReply, "the bytes differ")
+        let idleEnded = await onThread { readToEnd(idle) }
+        #expect(idleEnded.isEmpty)
+        try await running.value
+        #expect(listener.openConnections == 0)
+        #expect(outcomes.withLock { $0 } == [String](repeating: "\(Errno.canceled)", count: 2))
+    }
+
+    @Test("handler listener: graceful shutdown closes the connections; cancellation stops at once")
+    func handlerListener() async throws {
+        let rings = try RingLoopGroup(count: 1, entries: 64)
+        defer { rings.shutdown() }
+        for cancel in [false, true] {
+            let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings, queue: nil) { event in
+                guard case .accepted(let connection) = event else { return }
+                let channel = connection.channel
+                channel.read(offset: 0, length: .max, queue: connection.ring) { _, _, _ in }
+                // Never read by the client: in flight until the deadline or a stop.
+                channel.write(offset: 0, data: ByteRope(copying: largeReply), queue: connection.ring) { _, _, _ in }
+            }
+            let service = IOListenerService(listener, gracePeriod: cancel ? .seconds(600) : .milliseconds(100))
+            let group = ServiceGroup(services: [service], logger: logger)
+            let running = Task { try await group.run() }
+            let client = try connect(listener.port, small: true)
+            defer { close(client) }
+            let open = await eventually { listener.openConnections == 1 }
+            try #require(open)
+            if cancel {
+                running.cancel()  // a grace period of 600 s: only the cancellation ends it now
+            } else {
+                await group.triggerGracefulShutdown()
+            }
+            let returned = await onThread {
+                let done = DispatchSemaphore(value: 0)
+                Task {
+                    _ = try? await running.value
+                    done.signal()
+                }
+                return done.wait(timeout: .now() + 20) == .success
+            }
+            #expect(returned, "run() did not return (cancel: \(cancel))")
+            #expect(listener.openConnections == 0)
+            let received = await onThread { readToEnd(client) }
+            #expect(received.count < largeReply.count)
+        }
+    }
+}
