@@ -34,7 +34,7 @@ enum Delivery: String, ExpressibleByArgument, CaseIterable {
 }
 
 @main
-struct EchoServer: AsyncParsableCommand {
+struct EchoServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "echo-server",
         abstract: "Echoes every byte back to its sender, zero-copy, on io_uring.",
@@ -109,7 +109,7 @@ struct EchoServer: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    func run() throws {
         let group = try RingLoopGroup(count: self.rings)
         // --stats: counters, and a SIGUSR1 source that prints them (set up before the server
         // is announced: whoever started it may signal it as soon as it reads the port).
@@ -166,7 +166,7 @@ struct EchoServer: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigint, .sigterm],
             logger: logger
         )
-        try await services.run()
+        try Self.runToCompletion(services)
         report?.cancel()
         if self.stats {
             for (index, ring) in group.rings.enumerated() {
@@ -174,6 +174,24 @@ struct EchoServer: AsyncParsableCommand {
             }
         }
         group.shutdown()
+    }
+    /// Runs `services` until they end, the main thread waiting: a synchronous `main`, because
+    /// an async one ends in dispatch_main's `sigsuspend` loop on the main thread, where
+    /// valgrind 3.19 (the instruction check's) crashes.
+    private static func runToCompletion(_ services: ServiceGroup) throws {
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                try await services.run()
+                outcome.withLock { $0 = .success(()) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            finished.signal()
+        }
+        finished.wait()
+        try outcome.withLock { $0 }?.get()
     }
 }
 

@@ -110,6 +110,14 @@ final class HTTPConnection: @unchecked Sendable {
                 self.stats?.connectionClosed()
             }
         }
+        // The listener's graceful shutdown: answer what was received (a file being sent
+        // included), then close — decided here, where a response being prepared is known.
+        self.connection.whenShuttingDown {
+            self.queue.enqueue {
+                self.closing = true
+                self.closeIfDone()
+            }
+        }
         self.channel.setLimit(lowWater: 1)
         self.channel.setInterval(.seconds(1), flags: .strict)
         self.stats?.readStarted()

@@ -35,7 +35,7 @@ enum Delivery: String, ExpressibleByArgument, CaseIterable {
 }
 
 @main
-struct HTTPServer: AsyncParsableCommand {
+struct HTTPServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "http-server",
         abstract: "An HTTP/1.1 server on io_uring: keep-alive, pipelining, static files without copies.",
@@ -125,7 +125,7 @@ struct HTTPServer: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    func run() throws {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         let group = try RingLoopGroup(count: self.rings)
         let server = try Server(configuration: self, group: group)
@@ -151,10 +151,28 @@ struct HTTPServer: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigint, .sigterm],
             logger: logger
         )
-        try await services.run()
+        try Self.runToCompletion(services)
         server.openFiles.closeAll()
         report?.cancel()
         group.shutdown()
+    }
+    /// Runs `services` until they end, the main thread waiting: a synchronous `main`, because
+    /// an async one ends in dispatch_main's `sigsuspend` loop on the main thread, where
+    /// valgrind 3.19 (the instruction check's) crashes.
+    private static func runToCompletion(_ services: ServiceGroup) throws {
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                try await services.run()
+                outcome.withLock { $0 = .success(()) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            finished.signal()
+        }
+        finished.wait()
+        try outcome.withLock { $0 }?.get()
     }
 }
 

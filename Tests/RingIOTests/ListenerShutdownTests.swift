@@ -230,6 +230,52 @@ struct ListenerShutdownTests {
         #expect(bytes == Array(largeReply.prefix(bytes.count)))
     }
 
+    @Test(
+        "whenShuttingDown: a connection finishes by itself (a last write, then close); one that does not is stopped at the deadline",
+        arguments: ShutdownStyle.allCases
+    )
+    func connectionFinishesItself(_ style: ShutdownStyle) throws {
+        let ring = try RingLoop(entries: 64)
+        defer { ring.shutdown() }
+        let asked = Counter()
+        let accepted = Counter()
+        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+            guard case .accepted(let connection) = event else { return }
+            let channel = connection.channel
+            // The first connection says goodbye and closes; the second does nothing when asked
+            // (it is stopped at the end of the grace period).
+            let polite = accepted.count == 0
+            accepted.increment()
+            channel.read(offset: 0, length: .max, queue: ring) { done, _, _ in
+                if done { channel.close() }
+            }
+            connection.whenShuttingDown {
+                #expect(ring.isCurrentThread, "whenShuttingDown ran off the accepting ring")
+                asked.increment()
+                guard polite else { return }
+                channel.write(offset: 0, data: ByteRope(copying: "bye".utf8), queue: ring) { _, _, _ in }
+                channel.close()  // a plain close: the write goes out first; the read waits for EOF
+            }
+        }
+        let polite = try connectClient("127.0.0.1", listener.port).get()
+        defer { close(polite) }
+        try #require(eventually { accepted.count == 1 })
+        let silent = try connectClient("127.0.0.1", listener.port).get()
+        defer { close(silent) }
+        try #require(eventually { listener.openConnections == 2 })
+        // The polite connection's read ends when its client shuts its side down after "bye".
+        let politeBytes = readSlowly(polite)
+        startThread {
+            _ = eventually { asked.count == 2 }
+            shutdown(polite, CInt(SHUT_WR))
+        }
+        #expect(shutDown(listener, style, grace: .milliseconds(300)), "the shutdown did not complete")
+        #expect(asked.count == 2)
+        #expect(String(decoding: politeBytes(), as: UTF8.self) == "bye")
+        #expect(seesEndOfStream(silent))
+        #expect(listener.openConnections == 0)
+    }
+
     @Test("async: a task's write finishes within the grace period, then its read ends and serve returns")
     func asyncWriteFinishesInTime() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {

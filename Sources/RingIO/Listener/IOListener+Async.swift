@@ -61,6 +61,25 @@ public struct IOConnection: Sendable {
         }
         if closedAlready { self.ring.enqueue(handler) }
     }
+
+    /// Takes over this connection's part in the listener's graceful shutdown
+    /// (``IOListener/shutdown(gracePeriod:queue:completion:)``): when the shutdown begins,
+    /// `handler` runs on ``ring``'s thread instead of the listener stopping the channel once
+    /// its writes are done. Finish what the connection owes (a response being prepared, say),
+    /// then close the channel; at the end of the grace period the listener stops it all the
+    /// same. For a server whose connection state knows more than the channel does: a write
+    /// scheduled from another queue is not on the ring yet when the shutdown begins.
+    ///
+    /// Set it before the connection can be shut down (in the accept handler); one per
+    /// connection.
+    ///
+    /// - Precondition: No handler was set before.
+    public func whenShuttingDown(_ handler: @escaping @Sendable () -> Void) {
+        self.slot.shutdownHandler.withLock { current in
+            precondition(current == nil, "IOConnection.whenShuttingDown(_:): a handler is set already")
+            current = handler
+        }
+    }
 }
 
 /// What the listener keeps of one open connection, on the ring that accepted it.
@@ -81,9 +100,13 @@ internal final class _ConnectionSlot: @unchecked Sendable {
     /// Where the slot is in its acceptor's open connections.
     var index = 0
     let closeHandler = _Lock(CloseHandler.none)
+    /// The handler of ``IOConnection/whenShuttingDown(_:)``; taken when a shutdown begins.
+    let shutdownHandler = _Lock<(@Sendable () -> Void)?>(nil)
 
-    /// The channel is cleaned up: runs the handler if one is set (ring thread).
+    /// The channel is cleaned up: runs the close handler if one is set, lets go of the
+    /// shutdown handler (either may hold the connection, which holds this slot). Ring thread.
     func runCloseHandler() {
+        _ = self.shutdownHandler.withLock { $0.take() }
         let handler: (@Sendable () -> Void)? = self.closeHandler.withLock { state in
             defer { state = .closed }
             if case .set(let handler) = state { return handler }

@@ -263,9 +263,11 @@ public final class IOListener: Sendable {
     /// writes it has pending, and ends it; then runs `completion` on `queue`.
     ///
     /// Each open connection's channel is closed with ``IOChannel/CloseFlags/stop`` as soon as
-    /// none of its writes (or file sends) is pending — at once for an idle one; a write
-    /// scheduled meanwhile is waited for too, one scheduled after the stop is refused
-    /// (ECANCELED). Its pending read ends with ECANCELED after the bytes already received. At
+    /// none of its writes (or file sends) is pending on its ring — at once for an idle one; a
+    /// write scheduled meanwhile is waited for too, one that reaches the ring after the stop
+    /// is refused (ECANCELED). Its pending read ends with ECANCELED after the bytes already
+    /// received. A connection with a ``IOConnection/whenShuttingDown(_:)`` handler is asked
+    /// instead, and closes its channel itself. At
     /// the end of `gracePeriod`, the connections still open are stopped whatever they have
     /// pending: their writes end with ECANCELED and what was not sent. `completion` runs once
     /// every connection accepted is cleaned up (its socket closed, its
@@ -532,7 +534,13 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
             }
             acceptor.drainTimer = acceptor.ring.core.armTimer(at: deadline, target: acceptor)
             // A copy: a stop may clean a connection up (and change `open`) at once.
-            for slot in acceptor.open { slot.channel?.stopOnceWritesFinish() }
+            for slot in acceptor.open {
+                if let handler = slot.shutdownHandler.withLock({ $0.take() }) {
+                    handler()  // the connection finishes by itself (whenShuttingDown)
+                } else {
+                    slot.channel?.stopOnceWritesFinish()
+                }
+            }
         }
     }
 
