@@ -7,6 +7,7 @@
 
 import RingHTTP
 import RingIO
+import Synchronization
 import SystemPackage
 
 /// One connection, served by a task on the ring that accepted it: read, parse, answer, in a
@@ -49,16 +50,26 @@ struct AsyncHTTPConnection {
         channel.setInterval(.seconds(1), flags: .strict)
         var reads = channel.reads().makeAsyncIterator()
         var ticking = true
+        // The listener's graceful shutdown: between batches, stop the channel at once; while
+        // one is being answered (a file read, a write not yet scheduled), close after it.
+        let shutdown = ShutdownRequest()
+        self.connection.whenShuttingDown {
+            shutdown.requested.store(true, ordering: .relaxed)
+            if shutdown.reading.load(ordering: .relaxed) { channel.close(flags: .stop) }
+        }
         stats?.readStarted()
         do throws(Errno) {
-            while let data = try await reads.next() {
+            while true {
+                shutdown.reading.store(true, ordering: .relaxed)
+                guard let data = try await reads.next() else { break }
+                shutdown.reading.store(false, ordering: .relaxed)
                 if ticking {
                     // The read has the interval now; later operations (the writes) have none.
                     channel.setInterval(.zero)
                     ticking = false
                 }
                 let close = data.isEmpty ? try await self.tick() : try await self.received(data)
-                if close { break }
+                if close || shutdown.requested.load(ordering: .relaxed) { break }
             }
         } catch {
             // A reset, a failed file, the listener's shutdown (ECANCELED): close.
@@ -165,4 +176,14 @@ struct AsyncHTTPConnection {
         defer { stats.writeFinished() }
         try await self.connection.channel.write(bytes)
     }
+}
+
+/// What a connection's task and the listener's graceful shutdown share. Both run on the
+/// connection's ring thread (the task prefers it; `whenShuttingDown` handlers run there), so
+/// they never interleave: relaxed atomics only make it `Sendable`.
+final class ShutdownRequest: Sendable {
+    /// The task waits for the next read: no response is being prepared.
+    let reading = Atomic<Bool>(false)
+    /// The listener is shutting down: close after the batch being answered.
+    let requested = Atomic<Bool>(false)
 }
