@@ -119,9 +119,13 @@ struct IOListenerServiceTests {
         defer { rings.shutdown() }
         let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings)
         let outcomes = Mutex<[String]>([])
+        let writing = Atomic<Bool>(false)
+        let requestsRead = Atomic<Int>(0)
         let service = IOListenerService(listener, gracePeriod: .seconds(60)) { connection in
             var request = try await connection.channel.read(length: 1)
+            requestsRead.add(1, ordering: .releasing)
             if request.first == UInt8(ascii: "L") {
+                writing.store(true, ordering: .releasing)
                 try await connection.channel.write(ByteRope(copying: largeReply))
             }
             do {
@@ -140,12 +144,17 @@ struct IOListenerServiceTests {
         defer { close(downloading) }
         #expect(send(idle, "I", 1, 0) == 1)
         #expect(send(downloading, "L", 1, 0) == 1)
-        let open = await eventually { listener.openConnections == 2 }
-        try #require(open)
+        // Both requests read (a connection whose request is not read yet is idle, and stops
+        // at once): the download's write is in flight, the idle one waits for more.
+        let started = await eventually {
+            requestsRead.load(ordering: .acquiring) == 2 && writing.load(ordering: .acquiring)
+        }
+        try #require(started)
         await group.triggerGracefulShutdown()
         let received = await onThread { readToEnd(downloading) }
         #expect(received.count == largeReply.count)
-        #expect(received == largeReply, "the bytes differ")
+        let same = received == largeReply  // not inside #expect: a failure would diff 16 MiB
+        #expect(same, "the bytes differ")
         let idleEnded = await onThread { readToEnd(idle) }
         #expect(idleEnded.isEmpty)
         try await running.value
