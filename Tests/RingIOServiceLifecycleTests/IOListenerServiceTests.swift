@@ -121,7 +121,12 @@ struct IOListenerServiceTests {
         let outcomes = Mutex<[String]>([])
         let writing = Atomic<Bool>(false)
         let requestsRead = Atomic<Int>(0)
-        let service = IOListenerService(listener, gracePeriod: .seconds(60)) { connection in
+        // The accepting loop and the group on the ring, not on the cooperative pool: in a
+        // parallel run, synchronous tests block the pool's threads (two here) for seconds, and
+        // a starved accepting loop looks like a listener that stopped accepting.
+        let ring = rings.rings[0]
+        let service = IOListenerService(listener, gracePeriod: .seconds(60), executor: ring.taskExecutor) {
+            connection in
             var request = try await connection.channel.read(length: 1)
             requestsRead.add(1, ordering: .releasing)
             if request.first == UInt8(ascii: "L") {
@@ -136,7 +141,7 @@ struct IOListenerServiceTests {
             }
         }
         let group = ServiceGroup(services: [service], logger: logger)
-        let running = Task { try await group.run() }
+        let running = Task(executorPreference: ring.taskExecutor) { try await group.run() }
 
         let idle = try connect(listener.port)
         defer { close(idle) }
@@ -176,7 +181,7 @@ struct IOListenerServiceTests {
             }
             let service = IOListenerService(listener, gracePeriod: cancel ? .seconds(600) : .milliseconds(100))
             let group = ServiceGroup(services: [service], logger: logger)
-            let running = Task { try await group.run() }
+            let running = Task(executorPreference: rings.rings[0].taskExecutor) { try await group.run() }
             let client = try connect(listener.port, small: true)
             defer { close(client) }
             let open = await eventually { listener.openConnections == 1 }
