@@ -31,11 +31,14 @@ public struct IOConnection: Sendable {
         let slot = _ConnectionSlot()
         self.ring = ring
         self.slot = slot
-        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { _ in
+        // Weak: the acceptor holds the listener's handler, which may keep its connections
+        // (and so this channel and its cleanup handler): a strong reference made a cycle that
+        // outlived the ring when a channel was never cleaned up (its ring shut down first).
+        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { [weak acceptor] _ in
             _POSIX.close(fd)
             // The handler first: a shutdown's completion comes after every one of them.
             slot.runCloseHandler()
-            acceptor.closed(slot)
+            acceptor?.closed(slot)
         }
         slot.channel = self.channel.state
         acceptor.opened(slot)
