@@ -52,6 +52,13 @@ private func connect(_ port: UInt16, small: Bool = false) throws -> CInt {
 }
 
 /// Everything `fd` delivers until the end of the stream (or an error, or the 10 s timeout).
+/// Bytes waiting to be read on a socket (FIONREAD).
+private func pendingBytes(_ fd: CInt) -> Int {
+    var count: CInt = 0
+    guard ioctl(fd, UInt(FIONREAD), &count) == 0 else { return -1 }
+    return Int(count)
+}
+
 private func readToEnd(_ fd: CInt) -> [UInt8] {
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -119,7 +126,6 @@ struct IOListenerServiceTests {
         defer { rings.shutdown() }
         let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings)
         let outcomes = Mutex<[String]>([])
-        let writing = Atomic<Bool>(false)
         let requestsRead = Atomic<Int>(0)
         // The accepting loop and the group on the ring, not on the cooperative pool: in a
         // parallel run, synchronous tests block the pool's threads (two here) for seconds, and
@@ -130,7 +136,6 @@ struct IOListenerServiceTests {
             var request = try await connection.channel.read(length: 1)
             requestsRead.add(1, ordering: .releasing)
             if request.first == UInt8(ascii: "L") {
-                writing.store(true, ordering: .releasing)
                 try await connection.channel.write(ByteRope(copying: largeReply))
             }
             do {
@@ -150,9 +155,11 @@ struct IOListenerServiceTests {
         #expect(send(idle, "I", 1, 0) == 1)
         #expect(send(downloading, "L", 1, 0) == 1)
         // Both requests read (a connection whose request is not read yet is idle, and stops
-        // at once): the download's write is in flight, the idle one waits for more.
+        // at once), and the download's first bytes arrived: its write is in flight (a flag
+        // set before the write is not enough — under ThreadSanitizer the 16 MiB reply took
+        // seconds to build, the shutdown came first and found the connection idle).
         let started = await eventually {
-            requestsRead.load(ordering: .acquiring) == 2 && writing.load(ordering: .acquiring)
+            requestsRead.load(ordering: .acquiring) == 2 && pendingBytes(downloading) > 0
         }
         try #require(started)
         await group.triggerGracefulShutdown()
