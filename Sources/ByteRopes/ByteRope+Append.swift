@@ -25,7 +25,9 @@ extension ByteRope {
             return
         case .one(let slice):
             self._append(slice)
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             self._append(first)
             self._append(second)
         case .tree(let otherRoot):
@@ -66,8 +68,10 @@ extension ByteRope {
         case .empty:
             self._repr = .one(slice)
         case .one(let first):
-            self._repr = .two(first, slice)
-        case .two(let first, let second):
+            self._repr = .two(_Pair(first, slice))
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             self._repr = .tree(_Node(first, second, slice))
         case .tree(var root):
             // Drop our own reference first so that `root` can be uniquely referenced.
@@ -90,7 +94,9 @@ extension ByteRope {
                 root = _Node(sibling, root)
             }
             self._repr = .tree(root)
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             var root = otherRoot
             if let sibling = _Node.prepend(second, to: &root) {
                 root = _Node(sibling, root)

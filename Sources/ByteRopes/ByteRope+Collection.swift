@@ -44,7 +44,9 @@ extension ByteRope: RandomAccessCollection {
             preconditionFailure("unreachable: an empty rope has no valid index")
         case .one(let slice):
             return slice.base.load(fromByteOffset: position, as: UInt8.self)
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             if position < first.count {
                 return first.base.load(fromByteOffset: position, as: UInt8.self)
             }
@@ -189,7 +191,9 @@ internal struct _SliceCursor {
             guard self.regionIndex == 0 else { return nil }
             self.regionIndex = 1
             return slice
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             switch self.regionIndex {
             case 0:
                 self.regionIndex = 1

@@ -27,7 +27,9 @@ extension ByteRope {
             break
         case .one(let slice):
             precondition(slice.count > 0, "empty slice in a one-region rope")
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             precondition(first.count > 0 && second.count > 0, "empty slice in a two-region rope")
         case .tree(let root):
             precondition(root.regionCount >= 3, "tree of \(root.regionCount) regions: should be inline")

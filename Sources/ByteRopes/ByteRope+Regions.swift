@@ -28,7 +28,9 @@ extension ByteRope {
             return true
         case .one(let slice):
             return try body(0, slice.bytes)
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             guard try body(0, first.bytes) else { return false }
             return try body(first.count, second.bytes)
         case .tree(let root):
@@ -68,7 +70,9 @@ extension ByteRope {
             preconditionFailure("unreachable: an empty rope has no valid offset")
         case .one:
             return (self, 0)
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             if offset < first.count {
                 return (ByteRope(_repr: .one(first)), 0)
             }
@@ -133,7 +137,9 @@ extension ByteRope {
                 preconditionFailure("unreachable: an empty rope has no regions")
             case .one(let slice):
                 return Region(slice: slice, offset: 0)
-            case .two(let first, let second):
+            case .two(let pair):
+                let first = pair.first
+                let second = pair.second
                 return index == 0 ? Region(slice: first, offset: 0) : Region(slice: second, offset: first.count)
             case .tree(let root):
                 let (leaf, slot, leafStart) = root.leaf(containingRegion: index)

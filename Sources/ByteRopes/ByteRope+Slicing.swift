@@ -19,7 +19,7 @@ extension ByteRope {
     ///   rope when `range` is empty.
     /// - Precondition: `range` lies within `0...count` (dispatch clamps instead).
     /// - Complexity: O(log *r*) for *r* regions (O(log² *r*) node visits in the worst case);
-    ///   allocates nothing when the result has at most two regions.
+    ///   allocates nothing when the result has one region, one small object when it has two.
     public func subrange(_ range: Range<Int>) -> ByteRope {
         let count = self.count
         precondition(
@@ -33,7 +33,9 @@ extension ByteRope {
             return self  // unreachable: an empty rope has only the empty range
         case .one(let slice):
             return ByteRope(_repr: .one(slice.slice(range)))
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             if range.upperBound <= first.count {
                 return ByteRope(_repr: .one(first.slice(range)))
             }
@@ -44,8 +46,10 @@ extension ByteRope {
             }
             return ByteRope(
                 _repr: .two(
-                    first.slice(range.lowerBound..<first.count),
-                    second.slice(0..<range.upperBound - first.count)
+                    _Pair(
+                        first.slice(range.lowerBound..<first.count),
+                        second.slice(0..<range.upperBound - first.count)
+                    )
                 )
             )
         case .tree(let root):

@@ -112,7 +112,9 @@ extension ByteRope {
             return
         case .one(let slice):
             _ = try body(slice, offset)
-        case .two(let first, let second):
+        case .two(let pair):
+            let first = pair.first
+            let second = pair.second
             if offset < first.count {
                 guard try body(first, offset) else { return }
                 _ = try body(second, 0)

@@ -12,7 +12,7 @@
 ///   all of height `height - 1`, and no slices.
 /// - A node other than the root holds between `minEntries` and `maxEntries` entries; the
 ///   root holds 1…`maxEntries` (at least 2 when it is an inner node, and at least 3 regions
-///   in all — smaller ropes are stored inline in `ByteRope`).
+///   in all — smaller ropes are stored in `ByteRope` itself: `.one`, `.two`).
 /// - `count` and `regionCount` are the byte and slice totals of the subtree.
 ///
 /// Nodes are shared between ropes. A node is mutated only while uniquely referenced;
@@ -405,7 +405,7 @@ extension ByteRope {
         case 2:
             let first = root.leaf(containingRegion: 0)
             let second = root.leaf(containingRegion: 1)
-            self._repr = .two(first.leaf.slices[first.slot], second.leaf.slices[second.slot])
+            self._repr = .two(_Pair(first.leaf.slices[first.slot], second.leaf.slices[second.slot]))
         default:
             self._repr = .tree(root)
         }

@@ -180,6 +180,15 @@ struct ByteRopeSizeTests {
             #expect(rope._treeHeight == (i < 16 ? 0 : 1), "after \(i + 1) regions")
         }
     }
+
+    /// A rope is three words, and an optional rope too: every copy and destroy of one on the
+    /// engine's delivery path is then a retain or release in line. Above four words the
+    /// compiler copies and destroys through value-witness calls (see `_Pair`).
+    @Test("a rope and an optional rope are three words")
+    func layout() {
+        #expect(MemoryLayout<ByteRope>.size == 3 * MemoryLayout<Int>.size)
+        #expect(MemoryLayout<ByteRope?>.size == 3 * MemoryLayout<Int>.size)
+    }
 }
 
 // MARK: - Appending
