@@ -58,7 +58,9 @@ public struct HTTPResponseWriter: Sendable {
     public static let continueResponse = ByteRope(copying: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     /// The response's head followed by its body, as one rope: one region for the head, then
-    /// the body's regions as they are.
+    /// the body's regions as they are — or, for a body of at most
+    /// ``inlineBodyLimit`` bytes, one region holding both (the body is copied: cheaper than a
+    /// second region, and one I/O vector instead of two).
     ///
     /// For a `HEAD` request, and for statuses that have no body (1xx, 204, 304), the body is
     /// left out; the head still announces ``HTTPResponse/contentLength`` (or the body's
@@ -77,10 +79,19 @@ public struct HTTPResponseWriter: Sendable {
     ///   1 KiB), plus O(log *r*) tree nodes when the body has two or more regions.
     public func serialize(_ response: HTTPResponse, for request: HTTPRequestHead? = nil) -> ByteRope {
         let facts = _RequestFacts(request)
-        var bytes = self.serializeHead(response, facts)
-        if facts.sendsBody(response.status) { bytes.append(response.body) }
+        guard facts.sendsBody(response.status), !response.body.isEmpty else {
+            return self.serializeHead(response, facts, inlining: ByteRope())
+        }
+        if response.body.count <= Self.inlineBodyLimit {
+            return self.serializeHead(response, facts, inlining: response.body)
+        }
+        var bytes = self.serializeHead(response, facts, inlining: ByteRope())
+        bytes.append(response.body)
         return bytes
     }
+
+    /// The largest body ``serialize(_:for:)`` copies into the head's region: 256 bytes.
+    public static let inlineBodyLimit = 256
 
     /// The response's head alone, in one region: to write the body separately (for example a
     /// file in chunks, or a chunked body as it is produced).
@@ -92,11 +103,12 @@ public struct HTTPResponseWriter: Sendable {
     /// - Precondition: As ``serialize(_:for:)``.
     /// - Complexity: O(*h*) for *h* bytes of head; one allocation.
     public func serializeHead(_ response: HTTPResponse, for request: HTTPRequestHead? = nil) -> ByteRope {
-        self.serializeHead(response, _RequestFacts(request))
+        self.serializeHead(response, _RequestFacts(request), inlining: ByteRope())
     }
 
+    /// The head, followed in the same region by `body` (empty: none).
     @inline(__always)
-    private func serializeHead(_ response: HTTPResponse, _ facts: _RequestFacts) -> ByteRope {
+    private func serializeHead(_ response: HTTPResponse, _ facts: _RequestFacts, inlining body: ByteRope) -> ByteRope {
         if facts.sendsBody(response.status), let length = response.contentLength {
             precondition(
                 length == response.body.count,
@@ -115,7 +127,8 @@ public struct HTTPResponseWriter: Sendable {
         capacity += reasonPhrase.utf8.count
         if let serverName = self.serverName { capacity += serverName.utf8.count + 10 }
         capacity += HTTPDate.length + 8
-        return self.writeHead(response, facts, reasonPhrase: reasonPhrase, own: own, capacity: capacity)
+        capacity += body.count
+        return self.writeHead(response, facts, reasonPhrase: reasonPhrase, own: own, inlining: body, capacity: capacity)
     }
 
     /// The head written into a buffer of `capacity` bytes, for tests of the bound: a
@@ -131,19 +144,22 @@ public struct HTTPResponseWriter: Sendable {
             _RequestFacts(request),
             reasonPhrase: response.status.reasonPhrase,
             own: own,
+            inlining: ByteRope(),
             capacity: capacity
         )
     }
 
-    /// Formats the head into a temporary buffer of `capacity` bytes (on the stack when it is
-    /// small) and copies it into a rope. `_HeadOutput` checks every write against the end of
-    /// the buffer, so a `capacity` that underestimates the head traps, never overruns.
+    /// Formats the head, and `body` after it, into a temporary buffer of `capacity` bytes (on
+    /// the stack when it is small) and copies it into a rope. `_HeadOutput` checks every write
+    /// against the end of the buffer, so a `capacity` that underestimates the head traps,
+    /// never overruns.
     @inline(__always)
     private func writeHead(
         _ response: HTTPResponse,
         _ facts: _RequestFacts,
         reasonPhrase: String,
         own: _OwnFields,
+        inlining body: ByteRope,
         capacity: Int
     ) -> ByteRope {
         // What the head needs, taken out before the closure: it captures no response.
@@ -200,6 +216,12 @@ public struct HTTPResponseWriter: Sendable {
                 }
             }
             out.write("\r\n")
+            if !body.isEmpty {
+                out.writeFixed(body.count) { start in
+                    let destination = UnsafeMutableRawBufferPointer(start: start, count: body.count)
+                    _ = body.copyBytes(to: destination, from: 0..<body.count)
+                }
+            }
             return ByteRope(copying: UnsafeRawBufferPointer(rebasing: buffer[..<out.count]))
         }
     }

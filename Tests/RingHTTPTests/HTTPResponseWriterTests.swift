@@ -46,7 +46,7 @@ struct HTTPResponseWriterTests {
                 == "HTTP/1.1 200 OK\r\nServer: RingIO\r\n\(self.date)Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
                 + "Hello, World!"
         )
-        #expect(bytes.regionCount == 2, "the head in one region, the body's region after it")
+        #expect(bytes.regionCount == 1, "a body this small is copied into the head's region")
     }
 
     @Test("HEAD: the same head, the body's length, no body")
@@ -134,14 +134,38 @@ struct HTTPResponseWriterTests {
         )
     }
 
-    @Test("The body's regions go out as they are")
+    @Test("A body over inlineBodyLimit keeps its regions as they are")
     func bodyRegions() {
+        let pieces = ["first ", "second ", "third"].map { String(repeating: $0, count: 20) }
         var body = ByteRope()
-        for piece in ["first ", "second ", "third"] { body.append(rope(piece)) }
+        for piece in pieces { body.append(rope(piece)) }
+        #expect(body.count > HTTPResponseWriter.inlineBodyLimit)
         let bytes = HTTPResponseWriter(serverName: nil, date: .omitted).serialize(HTTPResponse(body: body))
         #expect(bytes.regionCount == 4)
         #expect(Array(regionAddresses(bytes)[1...]) == regionAddresses(body))
-        #expect(text(bytes) == "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nfirst second third")
+        #expect(text(bytes) == "HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n" + pieces.joined())
+    }
+
+    @Test("A body of up to inlineBodyLimit bytes, in any number of regions, shares the head's region")
+    func inlinedBody() {
+        let writer = HTTPResponseWriter(serverName: nil, date: .omitted)
+        let limit = HTTPResponseWriter.inlineBodyLimit
+        for size in [1, limit - 1, limit, limit + 1] {
+            let bytes = (0..<size).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            var body = ByteRope()
+            for start in stride(from: 0, to: size, by: 100) {
+                body.append(ByteRope(copying: bytes[start..<min(start + 100, size)]))
+            }
+            let serialized = writer.serialize(HTTPResponse(body: body))
+            let head = "HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n"
+            #expect(Array(serialized) == Array(head.utf8) + bytes, "\(size) bytes")
+            if size <= limit {
+                #expect(serialized.regionCount == 1, "\(size) bytes")
+            } else {
+                #expect(serialized.regionCount == 1 + body.regionCount, "\(size) bytes")
+                #expect(Array(regionAddresses(serialized)[1...]) == regionAddresses(body), "\(size) bytes")
+            }
+        }
     }
 
     @Test("serializeHead and chunked encoding")
