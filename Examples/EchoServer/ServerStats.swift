@@ -17,7 +17,7 @@ import Glibc
 /// operations started and finished — a read or a write is finished when its final handler ran
 /// (`done`), or, with async/await, when its await returned or threw.
 ///
-/// On SIGUSR1 (an `IOSource.signal` on the first ring) the server prints them as one JSON line:
+/// On SIGUSR1 (a signal source on the first ring) the server prints them as one JSON line:
 ///
 ///     {"accepted":12,"closed":12,"open":0,"readsStarted":12,"readsFinished":12,...}
 ///
@@ -63,8 +63,8 @@ final class ServerStats: Sendable {
     /// Before printing, the allocator returns its free pages to the system (`malloc_trim`), so
     /// that the resident memory read right after the line counts the memory in use rather than
     /// the allocator's high-water mark: a soak compares it over time.
-    func reportOnSIGUSR1(on ring: RingLoop, open: @escaping @Sendable () -> Int) -> IOSource {
-        let source = IOSource.signal(SIGUSR1, queue: ring)
+    func reportOnSIGUSR1(on ring: RingLoop, open: @escaping @Sendable () -> Int) -> IOSourceSignal {
+        let source = IOSource.makeSignalSource(signal: SIGUSR1, queue: ring)
         source.setEventHandler {
             _ = Self.mallocTrim?(0)
             print(self.json(open: open()))

@@ -18,7 +18,7 @@ import Glibc
 /// finished when its final handler ran (`done`), or, with async/await, when its await returned
 /// or threw.
 ///
-/// On SIGUSR1 (an `IOSource.signal` on the first ring) the server prints them as one JSON line:
+/// On SIGUSR1 (a signal source on the first ring) the server prints them as one JSON line:
 ///
 ///     {"accepted":12,"closed":12,"open":0,"readsStarted":12,"readsFinished":12,...}
 ///
@@ -70,8 +70,8 @@ final class ServerStats: Sendable {
         on ring: RingLoop,
         open: @escaping @Sendable () -> Int,
         openFiles: @escaping @Sendable () -> Int
-    ) -> IOSource {
-        let source = IOSource.signal(SIGUSR1, queue: ring)
+    ) -> IOSourceSignal {
+        let source = IOSource.makeSignalSource(signal: SIGUSR1, queue: ring)
         source.setEventHandler {
             _ = Self.mallocTrim?(0)
             print(self.json(open: open(), openFiles: openFiles()))

@@ -45,7 +45,7 @@ struct ConfinementTests {
     func source() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let ring = try RingLoop(entries: 8)
-            let source = IOSource.dataAdd(queue: ring)
+            let source = IOSource.makeUserDataAddSource(queue: ring)
             _RingIOTesting.touchSourceOffRing(source)
         }
         expectConfinementTrap(result, "source state touched off its ring thread")

@@ -206,7 +206,7 @@ struct RingTimersTests {
         weak var weakCanary: Canary?
         var sources: [IOSource] = []
         for _ in 0..<50 {
-            let timer = IOSource.timer(queue: ring, ring: ring)
+            let timer = IOSource.makeTimerSource(queue: ring, ring: ring)
             timer.setEventHandler {}
             timer.schedule(after: .milliseconds(1), repeating: .milliseconds(1))
             timer.resume()

@@ -28,32 +28,32 @@ extension ChannelContext {
         }
     }
 
-    func timer(clock: IOSource.Clock = .monotonic) -> IOSource {
-        IOSource.timer(clock: clock, queue: self.queue, ring: self.sourceRing)
+    func timerSource(clock: IOSource.Clock = .monotonic) -> IOSourceTimer {
+        IOSource.makeTimerSource(clock: clock, queue: self.queue, ring: self.sourceRing)
     }
 
-    func signalSource(_ signal: CInt) -> IOSource {
-        IOSource.signal(signal, queue: self.queue, ring: self.sourceRing)
+    func signalSource(_ signal: CInt) -> IOSourceSignal {
+        IOSource.makeSignalSource(signal: signal, queue: self.queue, ring: self.sourceRing)
     }
 
-    func readable(_ fd: CInt) -> IOSource {
-        IOSource.readable(fileDescriptor: fd, queue: self.queue, ring: self.sourceRing)
+    func readSource(_ fd: CInt) -> IOSourceRead {
+        IOSource.makeReadSource(fileDescriptor: fd, queue: self.queue, ring: self.sourceRing)
     }
 
-    func writable(_ fd: CInt) -> IOSource {
-        IOSource.writable(fileDescriptor: fd, queue: self.queue, ring: self.sourceRing)
+    func writeSource(_ fd: CInt) -> IOSourceWrite {
+        IOSource.makeWriteSource(fileDescriptor: fd, queue: self.queue, ring: self.sourceRing)
     }
 
-    func processExit(_ pid: pid_t) throws(Errno) -> IOSource {
-        try IOSource.processExit(pid: pid, queue: self.queue, ring: self.sourceRing)
+    func processSource(_ pid: pid_t) throws(Errno) -> IOSourceProcess {
+        try IOSource.makeProcessSource(identifier: pid, queue: self.queue, ring: self.sourceRing)
     }
 
-    func dataAdd() -> IOSource {
-        IOSource.dataAdd(queue: self.queue, ring: self.sourceRing)
+    func userDataAddSource() -> IOSourceUserDataAdd {
+        IOSource.makeUserDataAddSource(queue: self.queue, ring: self.sourceRing)
     }
 
-    func dataOr() -> IOSource {
-        IOSource.dataOr(queue: self.queue, ring: self.sourceRing)
+    func userDataOrSource() -> IOSourceUserDataOr {
+        IOSource.makeUserDataOrSource(queue: self.queue, ring: self.sourceRing)
     }
 
     /// A recorder that checks its handlers run on `queue`.
@@ -63,6 +63,40 @@ extension ChannelContext {
 }
 
 // MARK: - Recording handler calls
+
+/// A source whose event data a ``SourceLog`` records, as a number: each kind's `data`.
+protocol RecordedSource: IOSource {
+    var recordedData: UInt { get }
+}
+
+extension IOSourceTimer: RecordedSource {
+    var recordedData: UInt { self.data }
+}
+
+extension IOSourceSignal: RecordedSource {
+    var recordedData: UInt { self.data }
+}
+
+extension IOSourceRead: RecordedSource {
+    var recordedData: UInt { self.data }
+}
+
+extension IOSourceWrite: RecordedSource {
+    var recordedData: UInt { self.data }
+}
+
+/// The raw value of the typed event (`ProcessEvent.exit` is 0x8000_0000).
+extension IOSourceProcess: RecordedSource {
+    var recordedData: UInt { self.data.rawValue }
+}
+
+extension IOSourceUserDataAdd: RecordedSource {
+    var recordedData: UInt { self.data }
+}
+
+extension IOSourceUserDataOr: RecordedSource {
+    var recordedData: UInt { self.data }
+}
 
 /// Records the calls of a source's event, cancel and registration handlers, and what breaks
 /// the source rules: overlapping event handlers, an event after the cancel handler, a cancel
@@ -112,7 +146,7 @@ final class SourceLog: Sendable {
     }
 
     /// Installs the event, cancel and registration handlers on `source`.
-    func attach(to source: IOSource) {
+    func attach(to source: some RecordedSource) {
         source.setRegistrationHandler { self.registered() }
         // Weak: the source keeps its handler, the test keeps the source.
         source.setEventHandler { [weak source] in self.event(source) }
@@ -134,12 +168,12 @@ final class SourceLog: Sendable {
         }
     }
 
-    private func event(_ source: IOSource?) {
+    private func event(_ source: (some RecordedSource)?) {
         guard let source else {
             self.state.withLock { $0.problems.append("event handler called after the source was released") }
             return
         }
-        let data = source.data
+        let data = source.recordedData
         let started = ContinuousClock.now
         let index = self.state.withLock { state in
             self.checkCaller("event handler", &state)

@@ -54,10 +54,10 @@ struct SourceLifecycleTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.dataAdd()
+        let source = context.userDataAddSource()
         log.attach(to: source)
-        source.merge(2)
-        source.merge(3)
+        source.add(data: 2)
+        source.add(data: 3)
         settle(100)
         #expect(log.count == 0, "an event before resume: \(log.data)")
         #expect(log.registrations.isEmpty, "the registration handler ran before resume")
@@ -73,7 +73,7 @@ struct SourceLifecycleTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         source.schedule(after: .milliseconds(10))
         settle(100)
@@ -90,9 +90,9 @@ struct SourceLifecycleTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.dataAdd()
+        let source = context.userDataAddSource()
         log.attach(to: source)
-        source.merge(1)
+        source.add(data: 1)
         log.submitting { source.resume() }
         try #require(log.waitForEvents(1))
         #expect(log.registrations.count == 1)
@@ -101,7 +101,7 @@ struct SourceLifecycleTests {
         }
         source.suspend()
         source.resume()
-        source.merge(1)
+        source.add(data: 1)
         try #require(log.waitForEvents(2))
         settle()
         #expect(log.registrations.count == 1, "suspend and resume registered the source again")
@@ -118,10 +118,10 @@ struct SourceLifecycleTests {
         var outOfOrder: [[String]] = []
         for _ in 0..<50 {
             let log = context.sourceLog(holdMicroseconds: 0)
-            let source = context.dataAdd()
+            let source = context.userDataAddSource()
             log.attach(to: source)
             source.resume()
-            source.merge(1)
+            source.add(data: 1)
             try #require(log.waitForEvents(1))
             if !log.problems.isEmpty { outOfOrder.append(log.problems) }
             source.cancel()
@@ -135,13 +135,13 @@ struct SourceLifecycleTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.dataAdd()
+        let source = context.userDataAddSource()
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
         source.suspend()
         source.suspend()
-        log.submitting { source.merge(4) }
+        log.submitting { source.add(data: 4) }
         source.resume()
         settle(100)
         #expect(log.count == 0, "an event while still suspended once: \(log.data)")
@@ -156,7 +156,7 @@ struct SourceLifecycleTests {
     func overResume() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let context = try ChannelContext(.dispatch)
-            let source = context.dataAdd()
+            let source = context.userDataAddSource()
             source.resume()
             announceOverResume()
             source.resume()
@@ -168,7 +168,7 @@ struct SourceLifecycleTests {
     func overResumeAfterBalancedSuspensions() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let context = try ChannelContext(.ring)
-            let source = context.timer()
+            let source = context.timerSource()
             source.resume()
             source.suspend()
             source.suspend()
@@ -184,13 +184,13 @@ struct SourceLifecycleTests {
     func sharedGroup() throws {
         let queue = DispatchQueue(label: "source-shared-group")
         let log = SourceLog()
-        let source = IOSource.dataOr(queue: queue)
+        let source = IOSource.makeUserDataOrSource(queue: queue)
         log.attach(to: source)
         source.resume()
-        source.merge(0b1010)
+        source.or(data: 0b1010)
         try #require(log.waitForEvents(1))
         #expect(log.data == [0b1010])
-        let timer = IOSource.timer(queue: queue)
+        let timer = IOSource.makeTimerSource(queue: queue)
         let timerLog = SourceLog()
         timerLog.attach(to: timer)
         timer.schedule(after: .milliseconds(5))
@@ -214,7 +214,7 @@ struct SourceCancelTests {
         defer { context.shutdown() }
         // Handlers that last 5 ms, while another thread keeps merging: cancel lands mid-handler.
         let log = context.sourceLog(holdMicroseconds: 5_000)
-        let source = context.dataAdd()
+        let source = context.userDataAddSource()
         log.attach(to: source)
         source.resume()
         let stop = Atomic<Bool>(false)
@@ -222,7 +222,7 @@ struct SourceCancelTests {
         let producerDone = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             while !stop.load(ordering: .relaxed) {
-                source.merge(1)
+                source.add(data: 1)
                 merges.add(1, ordering: .relaxed)
                 usleep(100)
             }
@@ -238,7 +238,7 @@ struct SourceCancelTests {
         settle(50)
         stop.store(true, ordering: .relaxed)
         _ = wait(producerDone)
-        source.merge(1)
+        source.add(data: 1)
         settle(50)
         log.expectCancelledOnce()
         if let cancelled = log.cancellations.first {
@@ -255,13 +255,13 @@ struct SourceCancelTests {
     func cancelInsideHandler(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let box = _Lock<IOSource?>(nil)
+        let box = _Lock<IOSourceTimer?>(nil)
         let log = context.sourceLog(holdMicroseconds: 1_000) { _ in
             box.withLock { $0 }?.cancel()
             // Still inside the handler: the cancel handler must wait for it.
             usleep(20_000)
         }
-        let source = context.timer()
+        let source = context.timerSource()
         box.withLock { $0 = source }
         log.attach(to: source)
         source.schedule(after: .milliseconds(1), repeating: .milliseconds(1))
@@ -284,16 +284,16 @@ struct SourceCancelTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.dataAdd()
+        let source = context.userDataAddSource()
         log.attach(to: source)
         if everResumed {
             source.resume()
-            source.merge(1)
+            source.add(data: 1)
             try #require(log.waitForEvents(1))
             source.suspend()
         }
         let before = log.count
-        source.merge(5)
+        source.add(data: 5)
         source.cancel()
         #expect(source.isCancelled)
         settle(100)
@@ -314,7 +314,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         source.resume()
         let delay = Duration.milliseconds(50)
@@ -335,7 +335,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         let delay = Duration.milliseconds(30)
         let leeway = Duration.milliseconds(50)
@@ -357,7 +357,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         let interval = Duration.milliseconds(20)
         let start = ContinuousClock.now
@@ -389,7 +389,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         let interval = Duration.milliseconds(30)
         source.schedule(after: interval, repeating: interval)
@@ -422,7 +422,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         source.schedule(after: .seconds(30))
         source.resume()
@@ -449,7 +449,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         source.schedule(after: .milliseconds(10), repeating: .milliseconds(10))
         source.resume()
@@ -477,7 +477,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer()
+        let source = context.timerSource()
         log.attach(to: source)
         source.resume()
         settle(100)
@@ -490,7 +490,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer(clock: .wallClock)
+        let source = context.timerSource(clock: .wallClock)
         log.attach(to: source)
         source.resume()
         let delay = Duration.milliseconds(50)
@@ -511,7 +511,7 @@ struct SourceTimerTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let source = context.timer(clock: .wallClock)
+        let source = context.timerSource(clock: .wallClock)
         log.attach(to: source)
         let start = wallClockNow()
         source.schedule(after: .milliseconds(10), repeating: .milliseconds(10))
@@ -537,13 +537,13 @@ struct SourceCustomTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 20)
-        let source = context.dataAdd()
+        let source = context.userDataAddSource()
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
         // Thread t merges t + 1 each time: 10,000 × (1 + … + 8).
         let expected: UInt = 10_000 * 36
-        try #require(onThreads(8) { thread in for _ in 0..<10_000 { source.merge(UInt(thread + 1)) } })
+        try #require(onThreads(8) { thread in for _ in 0..<10_000 { source.add(data: UInt(thread + 1)) } })
         #expect(log.waitForTotal(expected, seconds: 10))
         settle()
         #expect(log.total == expected, "\(log.count) events")
@@ -556,7 +556,7 @@ struct SourceCustomTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 20)
-        let source = context.dataOr()
+        let source = context.userDataOrSource()
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
@@ -564,7 +564,7 @@ struct SourceCustomTests {
         let expected: UInt = 0xFFFF_FFFF
         try #require(
             onThreads(8) { thread in
-                for index in 0..<10_000 { source.merge(1 << UInt(thread * 4 + index % 4)) }
+                for index in 0..<10_000 { source.or(data: 1 << UInt(thread * 4 + index % 4)) }
             }
         )
         #expect(eventually { log.union == expected }, "union \(String(log.union, radix: 16))")
@@ -580,14 +580,14 @@ struct SourceCustomTests {
         let ring = try RingLoop()
         defer { ring.shutdown() }
         let log = SourceLog(holdMicroseconds: 500)
-        let source = IOSource.dataAdd(queue: queue, ring: ring)
+        let source = IOSource.makeUserDataAddSource(queue: queue, ring: ring)
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
         try #require(
             onThreads(8) { _ in
                 for _ in 0..<2_000 {
-                    source.merge(1)
+                    source.add(data: 1)
                     usleep(10)
                 }
             }
@@ -603,8 +603,8 @@ struct SourceCustomTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let add = context.dataAdd()
-        let or = context.dataOr()
+        let add = context.userDataAddSource()
+        let or = context.userDataOrSource()
         let orLog = context.sourceLog()
         log.attach(to: add)
         orLog.attach(to: or)
@@ -615,8 +615,8 @@ struct SourceCustomTests {
         add.suspend()
         or.suspend()
         for value in 1...100 {
-            add.merge(UInt(value))
-            or.merge(1 << UInt(value % 7))
+            add.add(data: UInt(value))
+            or.or(data: 1 << UInt(value % 7))
         }
         settle(50)
         #expect(log.count == 0 && orLog.count == 0, "events while suspended")
@@ -631,40 +631,43 @@ struct SourceCustomTests {
         cancel(or, orLog)
     }
 
-    @Test("merge(0) has no effect", arguments: QueueKind.allCases)
+    @Test("add(data: 0) and or(data: 0) have no effect", arguments: QueueKind.allCases)
     func mergeZero(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog()
-        let add = context.dataAdd()
-        let or = context.dataOr()
+        let add = context.userDataAddSource()
+        let or = context.userDataOrSource()
         let orLog = context.sourceLog()
         log.attach(to: add)
         orLog.attach(to: or)
         add.resume()
         or.resume()
-        add.merge(0)
-        or.merge(0)
+        add.add(data: 0)
+        or.or(data: 0)
         settle(100)
-        #expect(log.count == 0 && orLog.count == 0, "events after merge(0): \(log.data) \(orLog.data)")
+        #expect(log.count == 0 && orLog.count == 0, "events after add or or of 0: \(log.data) \(orLog.data)")
         cancel(add, log)
         cancel(or, orLog)
     }
 
-    @Test("a merge from the handler's own queue is delivered later, not inside merge", arguments: QueueKind.allCases)
+    @Test(
+        "or(data:) from the handler's own queue is delivered later, not inside the call",
+        arguments: QueueKind.allCases
+    )
     func mergeFromHandlerQueue(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let box = _Lock<IOSource?>(nil)
+        let box = _Lock<IOSourceUserDataOr?>(nil)
         let log = context.sourceLog { data in
             // Each event asks for the next one, five times.
-            if data < 5 { box.withLock { $0 }?.merge(data + 1) }
+            if data < 5 { box.withLock { $0 }?.or(data: data + 1) }
         }
-        let source = context.dataOr()
+        let source = context.userDataOrSource()
         box.withLock { $0 = source }
         log.attach(to: source)
         source.resume()
-        source.merge(1)
+        source.or(data: 1)
         #expect(log.waitForEvents(5))
         settle()
         #expect(log.data == [1, 2, 3, 4, 5])
@@ -691,7 +694,7 @@ struct SourceReadinessTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.readable(endpoint.local)
+        let source = context.readSource(endpoint.local)
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
@@ -720,7 +723,7 @@ struct SourceReadinessTests {
             let bytes = readAvailable(endpoint.local)
             received.withLock { $0 += bytes }
         }
-        let source = context.readable(endpoint.local)
+        let source = context.readSource(endpoint.local)
         log.attach(to: source)
         source.resume()
         endpoint.send(bytes("first"))
@@ -742,7 +745,7 @@ struct SourceReadinessTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.readable(endpoint.local)
+        let source = context.readSource(endpoint.local)
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
@@ -762,7 +765,7 @@ struct SourceReadinessTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.readable(reader)
+        let source = context.readSource(reader)
         log.attach(to: source)
         writeAll(writer, bytes("waiting"))
         source.resume()
@@ -790,7 +793,7 @@ struct SourceReadinessTests {
         defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 1_000)
         // The end the test writes to: a pipe's write end.
-        let source = context.writable(endpoint.remote)
+        let source = context.writeSource(endpoint.remote)
         log.attach(to: source)
         source.resume()
         #expect(log.waitForEvents(2), "a writable source whose handler doesn't write fires again: \(log.data)")
@@ -812,7 +815,7 @@ struct SourceReadinessTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.writable(writer)
+        let source = context.writeSource(writer)
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
@@ -830,7 +833,7 @@ struct SourceReadinessTests {
 @Suite("IOSource: process exit", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct SourceProcessTests {
     @Test(
-        "process exit: one event with processExited when the child exits; waitpid in the handler gets its status",
+        "process exit: one event, .exit, when the child exits; waitpid in the handler gets its status",
         arguments: QueueKind.allCases
     )
     func childExits(_ queue: QueueKind) throws {
@@ -844,9 +847,9 @@ struct SourceProcessTests {
             var value: CInt = 0
             if waitpid(pid, &value, WNOHANG) == pid { status.withLock { $0 = value } }
         }
-        let source: IOSource
+        let source: IOSourceProcess
         do {
-            source = try context.processExit(pid)
+            source = try context.processSource(pid)
         } catch {
             _ = reap(pid)
             throw error
@@ -857,8 +860,8 @@ struct SourceProcessTests {
         if !fired { _ = reap(pid) }
         try #require(fired, "no event for the child's exit")
         settle()
-        #expect(log.data == [IOSource.processExited])
-        #expect(IOSource.processExited == 0x8000_0000)
+        #expect(log.data == [IOSource.ProcessEvent.exit.rawValue])
+        #expect(IOSource.ProcessEvent.exit.rawValue == 0x8000_0000, "DispatchSource.ProcessEvent's raw value")
         #expect(status.withLock { $0 }.flatMap(exitCode) == 3, "waitpid status in the handler")
         if let fired = log.events.first?.started {
             #expect(fired - start >= .milliseconds(100), "the event came before the child could have exited")
@@ -873,15 +876,61 @@ struct SourceProcessTests {
         let pid = try spawn(["/bin/true"])
         defer { _ = reap(pid) }
         try #require(waitForExitWithoutReaping(pid))
-        let source = try context.processExit(pid)
+        let source = try context.processSource(pid)
         let log = context.sourceLog()
         log.attach(to: source)
         source.resume()
         #expect(log.waitForEvents(1))
         settle()
-        #expect(log.data == [IOSource.processExited])
+        #expect(log.data == [IOSource.ProcessEvent.exit.rawValue])
         cancel(source, log)
         #expect(reap(pid).flatMap(exitCode) == 0)
+    }
+
+    @Test(
+        "process exit: the handler reads a typed event, .exit, for a child killed by a signal; handle is its pid",
+        arguments: QueueKind.allCases
+    )
+    func typedExitEvent(_ queue: QueueKind) throws {
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let pid = try spawn(["/bin/sleep", "30"])
+        let source: IOSourceProcess
+        do {
+            source = try context.processSource(pid)
+        } catch {
+            kill(pid, SIGKILL)
+            _ = reap(pid)
+            throw error
+        }
+        #expect(source.handle == pid)
+        #expect(source.data.isEmpty, "an event before any: \(source.data)")
+        // What the handler reads, typed: the events, and whether the child is gone by then.
+        let seen = _Lock<[(event: IOSource.ProcessEvent, exited: Bool)]>([])
+        let box = _Lock<IOSourceProcess?>(source)
+        let log = context.sourceLog(holdMicroseconds: 0) { _ in
+            guard let source = box.withLock({ $0 }) else { return }
+            let event = source.data
+            seen.withLock { $0.append((event, waitForExitWithoutReaping(pid, seconds: 0))) }
+        }
+        log.attach(to: source)
+        source.resume()
+        try #require(log.waitForRegistration())
+        settle(50)
+        #expect(seen.withLock { $0.isEmpty }, "an event while the child still runs")
+        kill(pid, SIGKILL)
+        let fired = eventually { !seen.withLock { $0.isEmpty } }
+        let status = reap(pid)
+        try #require(fired, "no event for the child's exit")
+        settle()
+        let events = seen.withLock { $0 }
+        #expect(events.count == 1, "events: \(events.map(\.event))")
+        #expect(events.first?.event == .exit)
+        #expect(events.first?.event.contains(.exit) == true)
+        #expect(events.first?.exited == true, "the event came before the child had exited")
+        #expect(status.map { $0 & 0x7f } == SIGKILL, "the child did not end by SIGKILL: \(String(describing: status))")
+        cancel(source, log)
+        box.withLock { $0 = nil }
     }
 
     @Test("process exit: ESRCH for a process that does not exist", arguments: QueueKind.allCases)
@@ -890,7 +939,7 @@ struct SourceProcessTests {
         defer { context.shutdown() }
         let pid = try spawn(["/bin/true"])
         try #require(reap(pid) != nil)
-        #expect(throws: Errno.noSuchProcess) { _ = try context.processExit(pid) }
+        #expect(throws: Errno.noSuchProcess) { _ = try context.processSource(pid) }
     }
 }
 

@@ -23,7 +23,7 @@ struct TimerCancelTests {
         let cancelled = DispatchSemaphore(value: 0)
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<100 {
-            let timer = IOSource.timer(queue: ring)
+            let timer = IOSource.makeTimerSource(queue: ring)
             timer.setEventHandler {}
             timer.setCancelHandler { cancelled.signal() }
             timer.schedule(after: .milliseconds(1), repeating: .milliseconds(1))

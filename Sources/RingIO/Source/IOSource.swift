@@ -16,7 +16,23 @@ import Glibc
 /// An event source: timers, signals, descriptor readiness, process exit and custom coalesced
 /// events, driven by a ring — `DispatchSource`'s semantics.
 ///
-///     let timer = IOSource.timer(queue: ring)
+/// Each kind is a type of its own, made by a factory named as `DispatchSource`'s, so that a
+/// call that does not fit the kind does not compile:
+///
+/// | factory | type | what it adds |
+/// |---|---|---|
+/// | ``makeTimerSource(clock:queue:ring:)`` | ``IOSourceTimer`` | ``IOSourceTimer/schedule(after:repeating:leeway:)`` |
+/// | ``makeSignalSource(signal:queue:ring:)`` | ``IOSourceSignal`` | |
+/// | ``makeReadSource(fileDescriptor:queue:ring:)`` | ``IOSourceRead`` | |
+/// | ``makeWriteSource(fileDescriptor:queue:ring:)`` | ``IOSourceWrite`` | |
+/// | ``makeProcessSource(identifier:queue:ring:)`` | ``IOSourceProcess`` | a typed event, ``ProcessEvent`` |
+/// | ``makeUserDataAddSource(queue:ring:)`` | ``IOSourceUserDataAdd`` | ``IOSourceUserDataAdd/add(data:)`` |
+/// | ``makeUserDataOrSource(queue:ring:)`` | ``IOSourceUserDataOr`` | ``IOSourceUserDataOr/or(data:)`` |
+///
+/// What all kinds share — the handlers and the life below — is here, on `IOSource`; each kind
+/// has its own `data`, the merged value of the event being handled.
+///
+///     let timer = IOSource.makeTimerSource(queue: ring)
 ///     timer.schedule(after: .seconds(1), repeating: .seconds(1))
 ///     timer.setEventHandler { print("fired \(timer.data) time(s)") }
 ///     timer.resume()
@@ -29,27 +45,19 @@ import Glibc
 ///
 /// **Events.** The event handler runs on the source's queue (a `DispatchQueue`, or a
 /// ``RingLoop`` — on its thread, no hop), never twice at once. Events that arrive while the
-/// handler is queued or running, or while the source is suspended, coalesce into one, and
-/// ``data`` (read it inside the handler) holds the merged value:
-///
-/// | source | ``data`` |
-/// |---|---|
-/// | timer | times it fired since the last event |
-/// | signal | signals received since the last event |
-/// | readable | an estimate of the bytes available (level-triggered: fires again while data remains) |
-/// | writable | an estimate of the space available |
-/// | process exit | ``processExited`` |
-/// | `dataAdd` / `dataOr` | the sum / the bitwise or of the values merged |
+/// handler is queued or running, or while the source is suspended, coalesce into one, and the
+/// kind's `data` (read it inside the handler) holds the merged value.
 ///
 /// A source on a descriptor never closes it; close it in the cancel handler.
 ///
-/// **Signals.** While a signal source is active, RingIO's own handler catches the signal for
-/// the whole process (whatever thread it lands on) and counts it; the disposition the process
-/// had before is restored when the last source for that signal is cancelled. (A signalfd
-/// sees only signals blocked in every thread, which a library cannot arrange once threads
-/// exist; a handler works whatever the threads' masks.) The source's ring thread unblocks the
-/// signal, so that it is delivered even in a process started with it blocked.
-public final class IOSource: Sendable {
+/// **Queue and ring.** Every factory takes the queue the handlers run on and, optionally, the
+/// ring that drives the source: by default the queue itself when it is a ``RingLoop``, else
+/// the next ring of ``RingLoopGroup/shared``. Where io_uring cannot be set up, a source never
+/// fires; cancelling it still runs its cancel handler.
+// @unchecked: a class with subclasses (the kinds, all in this module) cannot be checked
+// Sendable. Its only state is `core`, immutable and itself safe from any thread (its own
+// comment says how); the kinds add immutable values only.
+public class IOSource: @unchecked Sendable {
     /// The clock of a timer.
     public enum Clock: Sendable, Hashable {
         /// Does not jump and does not advance while the system is suspended.
@@ -58,12 +66,25 @@ public final class IOSource: Sendable {
         case wallClock
     }
 
-    /// ``data`` of a process-exit event.
-    public static let processExited: UInt = 0x8000_0000
+    /// The events of a process source: ``IOSourceProcess/data``.
+    ///
+    /// The raw values are `DispatchSource.ProcessEvent`'s.
+    public struct ProcessEvent: OptionSet, Sendable, Hashable {
+        /// The bits; `exit` is `0x8000_0000`, as in `DispatchSource.ProcessEvent`.
+        public let rawValue: UInt
+
+        /// An event of the raw value `rawValue`.
+        public init(rawValue: UInt) {
+            self.rawValue = rawValue
+        }
+
+        /// The process exited.
+        public static let exit = ProcessEvent(rawValue: 0x8000_0000)
+    }
 
     internal let core: _SourceCore
 
-    private init(kind: _SourceCore.Kind, queue: any IOQueue, ring: RingLoop?) {
+    internal init(kind: _SourceCore.Kind, queue: any IOQueue, ring: RingLoop?) {
         self.core = _SourceCore(kind: kind, queue: queue, ring: ring)
     }
 
@@ -74,100 +95,120 @@ public final class IOSource: Sendable {
 
     // MARK: Making sources
 
-    /// A timer; set it with ``schedule(after:repeating:leeway:)``.
-    public static func timer(clock: Clock = .monotonic, queue: some IOQueue, ring: RingLoop? = nil) -> IOSource {
-        IOSource(kind: .timer(clock), queue: queue, ring: ring)
+    /// A timer; set it with ``IOSourceTimer/schedule(after:repeating:leeway:)``.
+    ///
+    /// - Parameters:
+    ///   - clock: The clock its deadlines are measured on.
+    ///   - queue: Where its handlers run.
+    ///   - ring: The ring that drives it (see "Queue and ring" above).
+    public static func makeTimerSource(
+        clock: Clock = .monotonic,
+        queue: some IOQueue,
+        ring: RingLoop? = nil
+    ) -> IOSourceTimer {
+        IOSourceTimer(kind: .timer(clock), queue: queue, ring: ring)
     }
 
     /// Counts deliveries of `signal` to the process.
     ///
+    /// While the source is active, RingIO's own handler catches the signal for the whole
+    /// process: see ``IOSourceSignal``.
+    ///
+    /// - Parameters:
+    ///   - signal: The signal number, such as `SIGINT`.
+    ///   - queue: Where its handlers run.
+    ///   - ring: The ring that drives it (see "Queue and ring" above).
     /// - Precondition: `signal` is a signal that can be caught (not SIGKILL or SIGSTOP).
-    public static func signal(_ signal: CInt, queue: some IOQueue, ring: RingLoop? = nil) -> IOSource {
+    public static func makeSignalSource(signal: CInt, queue: some IOQueue, ring: RingLoop? = nil) -> IOSourceSignal {
         precondition(
             signal > 0 && signal < _SignalRouter.signalLimit && signal != SIGKILL && signal != SIGSTOP,
-            "IOSource.signal(\(signal)): not a signal that can be caught"
+            "IOSource.makeSignalSource(signal: \(signal)): not a signal that can be caught"
         )
-        return IOSource(kind: .signal(signal), queue: queue, ring: ring)
+        return IOSourceSignal(signal: signal, queue: queue, ring: ring)
     }
 
     /// Fires while `fileDescriptor` has data to read (or EOF, or an error, or — on a listening
     /// socket — a connection to accept).
-    public static func readable(fileDescriptor: CInt, queue: some IOQueue, ring: RingLoop? = nil) -> IOSource {
-        IOSource(kind: .readable(fileDescriptor), queue: queue, ring: ring)
+    ///
+    /// - Parameters:
+    ///   - fileDescriptor: The descriptor to watch; the source never closes it.
+    ///   - queue: Where its handlers run.
+    ///   - ring: The ring that drives it (see "Queue and ring" above).
+    public static func makeReadSource(
+        fileDescriptor: CInt,
+        queue: some IOQueue,
+        ring: RingLoop? = nil
+    ) -> IOSourceRead {
+        IOSourceRead(fileDescriptor: fileDescriptor, queue: queue, ring: ring)
     }
 
     /// Fires while `fileDescriptor` can take data.
-    public static func writable(fileDescriptor: CInt, queue: some IOQueue, ring: RingLoop? = nil) -> IOSource {
-        IOSource(kind: .writable(fileDescriptor), queue: queue, ring: ring)
+    ///
+    /// - Parameters:
+    ///   - fileDescriptor: The descriptor to watch; the source never closes it.
+    ///   - queue: Where its handlers run.
+    ///   - ring: The ring that drives it (see "Queue and ring" above).
+    public static func makeWriteSource(
+        fileDescriptor: CInt,
+        queue: some IOQueue,
+        ring: RingLoop? = nil
+    ) -> IOSourceWrite {
+        IOSourceWrite(fileDescriptor: fileDescriptor, queue: queue, ring: ring)
     }
 
-    /// Fires once when process `pid` (a child or any process this one may signal) exits.
-    /// Reap a child with `waitpid` in the handler.
+    /// Fires once, with ``ProcessEvent/exit``, when process `identifier` (a child or any
+    /// process this one may signal) exits. Reap a child with `waitpid` in the handler.
     ///
+    /// Exit is the one event a process source reports (it watches a pidfd), so there is no
+    /// event mask to give.
+    ///
+    /// - Parameters:
+    ///   - identifier: The process ID.
+    ///   - queue: Where its handlers run.
+    ///   - ring: The ring that drives it (see "Queue and ring" above).
     /// - Throws: `Errno.noSuchProcess` when there is no such process; the errno of
     ///   `pidfd_open` otherwise.
-    public static func processExit(pid: pid_t, queue: some IOQueue, ring: RingLoop? = nil) throws(Errno) -> IOSource {
-        let pidfd = try _PidFD.open(pid)
-        return IOSource(kind: .processExit(pidfd), queue: queue, ring: ring)
+    public static func makeProcessSource(
+        identifier: pid_t,
+        queue: some IOQueue,
+        ring: RingLoop? = nil
+    ) throws(Errno) -> IOSourceProcess {
+        let pidfd = try _PidFD.open(identifier)
+        return IOSourceProcess(identifier: identifier, pidfd: pidfd, queue: queue, ring: ring)
     }
 
-    /// A custom source whose ``merge(_:)`` adds values.
-    public static func dataAdd(queue: some IOQueue, ring: RingLoop? = nil) -> IOSource {
-        IOSource(kind: .add, queue: queue, ring: ring)
-    }
-
-    /// A custom source whose ``merge(_:)`` ors values.
-    public static func dataOr(queue: some IOQueue, ring: RingLoop? = nil) -> IOSource {
-        IOSource(kind: .or, queue: queue, ring: ring)
-    }
-
-    // MARK: Configuring
-
-    /// Sets a timer: first fire after `delay`, then every `interval` (or once when `nil`).
-    /// Replaces an earlier schedule.
+    /// A custom source whose ``IOSourceUserDataAdd/add(data:)`` adds values.
     ///
-    /// `leeway` is accepted for `DispatchSource` compatibility: the ring's timers fire on time,
-    /// well within any leeway. A monotonic timer is a deadline in its ring's timer queue (no
-    /// syscall to schedule, re-arm or cancel it); a wall-clock timer's first fire is an io_uring
-    /// timeout on `CLOCK_REALTIME` of its own, so that it follows changes of the clock, and its
-    /// repetitions are monotonic.
-    ///
-    /// - Precondition: A timer source; `delay`, `interval` and `leeway` are not negative and
-    ///   `interval` is not zero.
-    public func schedule(after delay: Duration, repeating interval: Duration? = nil, leeway: Duration = .zero) {
-        guard case .timer = self.core.kind else {
-            preconditionFailure("IOSource.schedule: not a timer source")
-        }
-        precondition(delay >= .zero && leeway >= .zero, "IOSource.schedule: negative delay or leeway")
-        precondition(interval.map { $0 > .zero } ?? true, "IOSource.schedule: the interval must be positive")
-        self.core.schedule(delay: delay, interval: interval)
+    /// - Parameters:
+    ///   - queue: Where its handlers run.
+    ///   - ring: The ring that drives it (see "Queue and ring" above).
+    public static func makeUserDataAddSource(queue: some IOQueue, ring: RingLoop? = nil) -> IOSourceUserDataAdd {
+        IOSourceUserDataAdd(kind: .add, queue: queue, ring: ring)
     }
 
-    /// Merges `value` into a custom source's pending data (added or ored) and delivers an
-    /// event. Any thread; lock-free. A value of 0 has no effect.
+    /// A custom source whose ``IOSourceUserDataOr/or(data:)`` ors values.
     ///
-    /// - Precondition: A `dataAdd` or `dataOr` source.
-    public func merge(_ value: UInt) {
-        self.core.merge(value)
+    /// - Parameters:
+    ///   - queue: Where its handlers run.
+    ///   - ring: The ring that drives it (see "Queue and ring" above).
+    public static func makeUserDataOrSource(queue: some IOQueue, ring: RingLoop? = nil) -> IOSourceUserDataOr {
+        IOSourceUserDataOr(kind: .or, queue: queue, ring: ring)
     }
 
-    /// The merged value of the event being handled; read it inside the event handler.
-    public var data: UInt {
-        self.core.currentData.load(ordering: .acquiring)
-    }
+    // MARK: Handlers
 
     /// Sets the handler run for each (coalesced) event.
-    public func setEventHandler(_ handler: (@Sendable () -> Void)?) {
+    public final func setEventHandler(_ handler: (@Sendable () -> Void)?) {
         self.core.handlers.withLock { $0.event = handler }
     }
 
     /// Sets the handler run once after cancellation, after the last event handler.
-    public func setCancelHandler(_ handler: (@Sendable () -> Void)?) {
+    public final func setCancelHandler(_ handler: (@Sendable () -> Void)?) {
         self.core.handlers.withLock { $0.cancel = handler }
     }
 
     /// Sets the handler run once when the source is first resumed, before any event.
-    public func setRegistrationHandler(_ handler: (@Sendable () -> Void)?) {
+    public final func setRegistrationHandler(_ handler: (@Sendable () -> Void)?) {
         self.core.handlers.withLock { $0.registration = handler }
     }
 
@@ -176,23 +217,29 @@ public final class IOSource: Sendable {
     /// Undoes one ``suspend()`` (or the suspension the source is created with).
     ///
     /// - Precondition: Not resumed more often than suspended.
-    public func resume() {
+    public final func resume() {
         self.core.resume()
     }
 
     /// Stops delivering events until the matching ``resume()``; events meanwhile coalesce.
-    public func suspend() {
+    public final func suspend() {
         self.core.suspend()
     }
 
     /// Cancels the source, asynchronously: no event handler starts after the cancel handler,
     /// which runs once, after the last event handler has returned.
-    public func cancel() {
+    public final func cancel() {
         self.core.requestCancel()
     }
 
     /// Whether ``cancel()`` was called.
-    public var isCancelled: Bool {
+    public final var isCancelled: Bool {
         self.core.cancelRequested.load(ordering: .acquiring)
+    }
+
+    /// The merged value of the event being handled, as the core holds it.
+    @inline(__always)
+    internal final var rawData: UInt {
+        self.core.currentData.load(ordering: .acquiring)
     }
 }

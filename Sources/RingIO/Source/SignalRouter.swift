@@ -56,7 +56,9 @@ internal enum _SignalRouter {
             let base = Int(signal) * slotsPerSignal
             guard let slot = (0..<slotsPerSignal).first(where: { slots[base + $0].load(ordering: .relaxed) < 0 })
             else {
-                preconditionFailure("IOSource.signal(\(signal)): more than \(slotsPerSignal) sources watch this signal")
+                preconditionFailure(
+                    "IOSource.makeSignalSource(signal: \(signal)): more than \(slotsPerSignal) sources watch this signal"
+                )
             }
             let eventFD: CInt
             if let spare = state.spareEventFDs.popLast() {

@@ -175,7 +175,7 @@ internal final class _SourceCore: RingOperationTarget, _RingTimerTarget, @unchec
         switch self.kind {
         case .add: self.customPending.wrappingAdd(value, ordering: .acquiringAndReleasing)
         case .or: self.customPending.bitwiseOr(value, ordering: .acquiringAndReleasing)
-        default: preconditionFailure("IOSource.merge: not a dataAdd or dataOr source")
+        default: preconditionFailure("IOSource: data merged into a source of another kind")
         }
         guard value != 0, !self.customScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         self.perform { $0.takeCustom() }
@@ -402,7 +402,7 @@ internal final class _SourceCore: RingOperationTarget, _RingTimerTarget, @unchec
         case .writable(let fd):
             self.pending = Self.writableEstimate(fd)
         case .processExit:
-            self.pending = IOSource.processExited
+            self.pending = IOSource.ProcessEvent.exit.rawValue
             self.exitReported = true
         default:
             break
