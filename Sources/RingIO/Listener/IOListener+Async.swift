@@ -138,7 +138,8 @@ extension IOListener {
     /// backlog holds the rest).
     ///
     /// - Precondition: The listener was made without a handler
-    ///   (``init(host:port:options:group:ring:acceptFailed:)``).
+    ///   (``init(host:port:options:ring:acceptFailed:)`` or
+    ///   ``init(host:port:options:group:acceptFailed:)``).
     public func connections() -> Connections {
         precondition(
             self.shared.connections != nil,

@@ -29,6 +29,11 @@ import Glibc
 ///     …
 ///     listener.shutdown(gracePeriod: .seconds(5), queue: ring) { print("every connection closed") }
 ///
+/// **Placement.** A listener accepts on one ring (the `ring:` initializers; by default the
+/// handler's queue when that is a ring, else the next ring of ``RingLoopGroup/shared``) or on
+/// a group (the `group:` initializers: with ``Options/reusePort`` one socket per ring, the
+/// kernel spreading connections over them; without, one socket on `group.next()`).
+///
 /// Accepted sockets are close-on-exec, in blocking mode, with the socket options of
 /// ``Options`` applied before they are handed out (a connection they cannot be applied to is
 /// closed and reported as ``Event/failed(_:)``). The listener owns them: a connection's socket
@@ -88,21 +93,19 @@ public final class IOListener: Sendable {
     /// listener (and their numbers may then name someone else's), their addresses do not change.
     private let boundAddresses: [_SocketAddress.Bound]
 
-    /// Binds and listens, then accepts on the ring(s).
+    /// Binds and listens on one ring, then accepts there; `handler` gets the connections.
     ///
     /// - Parameters:
     ///   - host: A numeric address (`"127.0.0.1"`, `"::1"`, `"0.0.0.0"`), `"::"` for every
     ///     IPv6 and IPv4 address (dual stack), or a name such as `"localhost"` (its first
     ///     address).
     ///   - port: The port; 0 picks a free one (read it from ``port``).
-    ///   - options: Socket and accepting options.
-    ///   - group: With ``Options/reusePort``, one socket per ring of `group`; without, the
-    ///     listener runs on `group.next()`.
-    ///   - ring: The ring to accept on when there is no group. When both are `nil`: `queue`
-    ///     if it is a ring, else the next ring of ``RingLoopGroup/shared``.
+    ///   - options: Socket and accepting options. ``Options/reusePort`` only lets other
+    ///     sockets bind the port too: one ring has one socket.
+    ///   - ring: The ring to accept on. When `nil`: `queue` if it is a ring, else the next
+    ///     ring of ``RingLoopGroup/shared`` (as ``IOChannel``'s `ring:` does).
     ///   - queue: Where `handler` runs; `nil`: on the ring that accepted the connection (or
-    ///     whose accept failed), with no hop — with a group and ``Options/reusePort``, each
-    ///     connection is then served where its I/O runs.
+    ///     whose accept failed), with no hop.
     ///   - handler: Called for each accepted connection and each failure. Its calls on one
     ///     queue (or, with `queue: nil`, on one ring) never overlap.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
@@ -111,25 +114,96 @@ public final class IOListener: Sendable {
         host: String,
         port: UInt16,
         options: Options = Options(),
-        group: RingLoopGroup? = nil,
         ring: RingLoop? = nil,
         queue: (any IOQueue)?,
         handler: @escaping @Sendable (Event) -> Void
     ) throws(Errno) {
-        let shared = _ListenerState(options: options, queue: queue, handler: handler, connections: nil)
-        self.shared = shared
-        (self.acceptors, self.boundAddresses) = try Self.bind(
+        let rings = try Self.rings(ring: ring ?? queue?.asRing, options: options)
+        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
             host: host,
             port: port,
             options: options,
-            rings: try Self.rings(group: group, ring: ring ?? (queue as? RingLoop), options: options),
-            shared: shared
+            rings: rings,
+            queue: queue,
+            handler: handler
         )
     }
 
-    /// Binds and listens, then accepts on the ring(s), for the async API: the connections are
-    /// handed out by ``connections()`` (or ``serve(_:)``), each as an ``IOConnection`` with a
-    /// stream channel on the ring that accepted it.
+    /// Binds and listens on the rings of `group`, then accepts there; `handler` gets the
+    /// connections.
+    ///
+    /// - Parameters:
+    ///   - host: As in ``init(host:port:options:ring:queue:handler:)``.
+    ///   - port: The port; 0 picks a free one (read it from ``port``).
+    ///   - options: Socket and accepting options.
+    ///   - group: With ``Options/reusePort``, one socket per ring of `group` (the kernel
+    ///     spreads connections over them); without, one socket on `group.next()`.
+    ///   - queue: Where `handler` runs; `nil`: on the ring that accepted the connection (or
+    ///     whose accept failed), with no hop — with ``Options/reusePort``, each connection is
+    ///     then served where its I/O runs.
+    ///   - handler: Called for each accepted connection and each failure. Its calls on one
+    ///     queue (or, with `queue: nil`, on one ring) never overlap.
+    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
+    ///   `listen` or `getsockname`.
+    public init(
+        host: String,
+        port: UInt16,
+        options: Options = Options(),
+        group: RingLoopGroup,
+        queue: (any IOQueue)?,
+        handler: @escaping @Sendable (Event) -> Void
+    ) throws(Errno) {
+        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
+            host: host,
+            port: port,
+            options: options,
+            rings: Self.rings(group: group, options: options),
+            queue: queue,
+            handler: handler
+        )
+    }
+
+    /// Binds and listens on one ring, then accepts there, for the async API: the connections
+    /// are handed out by ``connections()`` (or ``serve(_:)``), each as an ``IOConnection``
+    /// with a stream channel on the ring.
+    ///
+    ///     let listener = try IOListener(host: "127.0.0.1", port: 7000, ring: ring)
+    ///     await listener.serve { connection in              // a child task on the ring
+    ///         for try await data in connection.channel.reads() {
+    ///             try await connection.channel.write(data)
+    ///         }
+    ///     }
+    ///
+    /// - Parameters:
+    ///   - host: As in ``init(host:port:options:ring:queue:handler:)``.
+    ///   - port: The port; 0 picks a free one (read it from ``port``).
+    ///   - options: Socket and accepting options. A connection counts against
+    ///     ``Options/maxConnections`` until its channel's cleanup handler ran.
+    ///   - ring: The ring to accept on; `nil`: the next ring of ``RingLoopGroup/shared``.
+    ///   - acceptFailed: Called on the accepting ring for each accept that failed (EMFILE,
+    ///     ENFILE…; the listener backs off and retries as described above), and for each
+    ///     accepted connection closed because its socket options could not be set.
+    /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
+    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
+    public init(
+        host: String,
+        port: UInt16,
+        options: Options = Options(),
+        ring: RingLoop? = nil,
+        acceptFailed: (@Sendable (Errno) -> Void)? = nil
+    ) throws(Errno) {
+        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
+            host: host,
+            port: port,
+            options: options,
+            rings: Self.rings(ring: ring, options: options),
+            acceptFailed: acceptFailed
+        )
+    }
+
+    /// Binds and listens on the rings of `group`, then accepts there, for the async API: the
+    /// connections are handed out by ``connections()`` (or ``serve(_:)``), each as an
+    /// ``IOConnection`` with a stream channel on the ring that accepted it.
     ///
     ///     var options = IOListener.Options()
     ///     options.reusePort = true                           // a socket per ring of the group
@@ -141,61 +215,86 @@ public final class IOListener: Sendable {
     ///     }
     ///
     /// - Parameters:
-    ///   - host: As in ``init(host:port:options:group:ring:queue:handler:)``.
+    ///   - host: As in ``init(host:port:options:ring:queue:handler:)``.
     ///   - port: The port; 0 picks a free one (read it from ``port``).
     ///   - options: Socket and accepting options. A connection counts against
     ///     ``Options/maxConnections`` until its channel's cleanup handler ran.
-    ///   - group: With ``Options/reusePort``, one socket per ring of `group`; without, the
-    ///     listener runs on `group.next()`.
-    ///   - ring: The ring to accept on when there is no group; when both are `nil`, the next
-    ///     ring of ``RingLoopGroup/shared``.
+    ///   - group: With ``Options/reusePort``, one socket per ring of `group` (the kernel
+    ///     spreads connections over them); without, one socket on `group.next()`.
     ///   - acceptFailed: Called on the accepting ring for each accept that failed (EMFILE,
     ///     ENFILE…; the listener backs off and retries as described above), and for each
     ///     accepted connection closed because its socket options could not be set.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
-    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
+    ///   `listen` or `getsockname`.
     public init(
         host: String,
         port: UInt16,
         options: Options = Options(),
-        group: RingLoopGroup? = nil,
-        ring: RingLoop? = nil,
+        group: RingLoopGroup,
         acceptFailed: (@Sendable (Errno) -> Void)? = nil
     ) throws(Errno) {
-        let rings = try Self.rings(group: group, ring: ring, options: options)
-        let connections = _ConnectionQueue()
+        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
+            host: host,
+            port: port,
+            options: options,
+            rings: Self.rings(group: group, options: options),
+            acceptFailed: acceptFailed
+        )
+    }
+
+    /// The listener's state for the async API, and its sockets accepting on `rings`.
+    private static func start(
+        host: String,
+        port: UInt16,
+        options: Options,
+        rings: [RingLoop],
+        acceptFailed: (@Sendable (Errno) -> Void)?
+    ) throws(Errno) -> (_ListenerState, [_Acceptor], [_SocketAddress.Bound]) {
         let shared = _ListenerState(
             options: options,
             queue: rings[0],
             handler: { event in
                 if case .failed(let error) = event { acceptFailed?(error) }
             },
-            connections: connections
+            connections: _ConnectionQueue()
         )
-        self.shared = shared
-        (self.acceptors, self.boundAddresses) = try Self.bind(
-            host: host,
-            port: port,
-            options: options,
-            rings: rings,
-            shared: shared
-        )
+        let (acceptors, bound) = try Self.bind(host: host, port: port, options: options, rings: rings, shared: shared)
+        return (shared, acceptors, bound)
     }
 
-    /// The rings to accept on.
-    private static func rings(group: RingLoopGroup?, ring: RingLoop?, options: Options) throws(Errno) -> [RingLoop] {
-        precondition(options.maxConnections > 0, "IOListener: maxConnections must be positive")
-        if let group {
-            return options.reusePort ? group.rings : [group.next()]
-        } else if let ring {
-            return [ring]
-        } else {
-            do throws(RingSetupError) {
-                return [try RingLoopGroup.shared.next()]
-            } catch {
-                throw error.errno
-            }
+    /// The listener's state for a handler, and its sockets accepting on `rings`.
+    private static func start(
+        host: String,
+        port: UInt16,
+        options: Options,
+        rings: [RingLoop],
+        queue: (any IOQueue)?,
+        handler: @escaping @Sendable (Event) -> Void
+    ) throws(Errno) -> (_ListenerState, [_Acceptor], [_SocketAddress.Bound]) {
+        let shared = _ListenerState(options: options, queue: queue, handler: handler, connections: nil)
+        let (acceptors, bound) = try Self.bind(host: host, port: port, options: options, rings: rings, shared: shared)
+        return (shared, acceptors, bound)
+    }
+
+    /// The rings of `group` to accept on: every one with ``Options/reusePort``, else the next.
+    private static func rings(group: RingLoopGroup, options: Options) -> [RingLoop] {
+        Self.checkOptions(options)
+        return options.reusePort ? group.rings : [group.next()]
+    }
+
+    /// `ring`, or the next ring of the shared group.
+    private static func rings(ring: RingLoop?, options: Options) throws(Errno) -> [RingLoop] {
+        Self.checkOptions(options)
+        if let ring { return [ring] }
+        do throws(RingSetupError) {
+            return [try RingLoopGroup.shared.next()]
+        } catch {
+            throw error.errno
         }
+    }
+
+    private static func checkOptions(_ options: Options) {
+        precondition(options.maxConnections > 0, "IOListener: maxConnections must be positive")
     }
 
     /// Binds a listening socket per ring and starts accepting.
