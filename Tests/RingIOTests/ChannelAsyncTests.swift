@@ -140,6 +140,31 @@ struct ChannelAsyncTests {
     }
 
     @Test(
+        "D8 write(_:offset:) writes at the offset of a random-access channel; an empty write returns",
+        arguments: QueueKind.allCases
+    )
+    func writeAsyncAtOffset(_ queue: QueueKind) async throws {
+        let file = try makeFile(patternBytes(10_000, seed: 34))
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let cleanup = context.cleanupLog()
+        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let patch = patternBytes(3_000, seed: 35)
+        let written = Outcome(
+            await bounded { try await channel.write(fragmentedRope(3_000, seed: 35, maxRegion: 700), offset: 4_000) }
+                .map { $0.map { [] } }
+        )
+        #expect(written == .bytes([]), "\(written)")
+        let empty = Outcome(await bounded { try await channel.write(ByteRope(), offset: 9_999) }.map { $0.map { [] } })
+        #expect(empty == .bytes([]), "\(empty)")
+        channel.close()
+        await cleanup.expectOnceAsync(nil)
+        var expected = patternBytes(10_000, seed: 34)
+        expected.replaceSubrange(4_000..<7_000, with: patch)
+        expectSameBytes(contentsOfFile(file.path) ?? [], expected)
+    }
+
+    @Test(
         "D6 D8 errors are thrown as Errno: ECANCELED on a closed channel, EBADF from a failed one",
         arguments: QueueKind.allCases
     )

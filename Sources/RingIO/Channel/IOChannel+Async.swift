@@ -79,15 +79,23 @@ extension IOChannel {
 
     /// Writes all of `data`.
     ///
+    ///     try await channel.write(data)                  // a stream: at the position
+    ///     try await file.write(header, offset: 0)        // random access: at an offset
+    ///
     /// On the channel's ring (see ``reads(offset:length:)``) the write is submitted at once and
     /// the task resumes on the ring thread in the turn it completes.
     ///
+    /// - Parameters:
+    ///   - data: What to write; empty returns at once.
+    ///   - offset: For random access, where to write, relative to the channel's base position;
+    ///     ignored by stream channels (as in ``write(offset:data:queue:handler:)``).
+    ///   - isolation: The caller's actor, which the call inherits; leave it out.
     /// - Throws: The write's error; `Errno.canceled` when the task is cancelled (the write is
     ///   stopped; part of the data may have been written) or the ring has shut down; the
     ///   channel's creation error.
     public func write(
-        offset: Int64 = 0,
         _ data: ByteRope,
+        offset: Int64 = 0,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(Errno) {
         guard let entry = self.state.entry else { throw self.state.creationFailure! }
