@@ -225,27 +225,33 @@ private func checkRequest(_ request: HTTPRequest, _ input: FuzzInput) {
         check(!request.head.isChunked, "chunked with a Content-Length")
     }
     check(request.head.targetBytes.count <= limits.maxRequestLineLength, "target over the line limit")
-    check(request.headers.bytes.count + 2 <= limits.maxHeaderSectionLength, "header section over its limit")
-    check(request.version == .http1_0 || request.version == .http1_1, "version \(request.version)")
-    check(!(request.expectsContinue && request.version == .http1_0), "100-continue on HTTP/1.0")
+    check(request.head.headers.bytes.count + 2 <= limits.maxHeaderSectionLength, "header section over its limit")
+    check(request.head.version == .http1_0 || request.head.version == .http1_1, "version \(request.head.version)")
+    check(!(request.head.expectsContinue && request.head.version == .http1_0), "100-continue on HTTP/1.0")
 
-    // Header lookups agree with iteration.
+    // Header lookups agree with iteration, on the received fields and on a built copy.
     var count = 0
-    for field in request.headers {
+    let headers = request.head.headers
+    var built = HTTPHeaders()
+    built.append(contentsOf: headers)
+    check(built.count == headers.count && Array(built.bytes) == Array(headers.bytes), "built copy differs")
+    for field in headers {
         count += 1
         let name = field.name
-        let values = request.headers.values(for: name)
-        check(!values.isEmpty && request.headers.contains(name: name), "field \(name) not found by name")
-        check(request.headers[name.uppercased()] == values.joined(separator: ", "), "combined values differ")
-        check(request.headers.first(name: name) == values.first, "first value differs")
+        let values = headers.values(name: name)
+        check(!values.isEmpty && headers.contains(name: name), "field \(name) not found by name")
+        check(headers[name.uppercased()] == values.joined(separator: ", "), "combined values differ")
+        let first = headers.firstValueBytes(name: name).map { String(decoding: $0, as: UTF8.self) }
+        check(first == values.first, "first value differs")
+        check(built.values(name: name) == values && built[name] == headers[name], "built lookups differ")
         check(field.valueBytes.first != 0x20 && field.valueBytes.last != 0x20, "value not trimmed")
     }
-    check(count == request.headers.count, "iterated \(count) fields of \(request.headers.count)")
+    check(count == request.head.headers.count, "iterated \(count) fields of \(request.head.headers.count)")
     _ = request.description
 
     // Paths: a normalized path never climbs, never holds NUL or a backslash.
-    let path = request.path
-    _ = request.query
+    let path = request.head.path
+    _ = request.head.query
     if let normalized = HTTPPath.normalized(path) {
         check(normalized.hasPrefix("/"), "normalized \(normalized) is not absolute")
         let segments = normalized.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
@@ -263,12 +269,12 @@ private func checkRequest(_ request: HTTPRequest, _ input: FuzzInput) {
 
     // The writer: a response for this request is a head (one region) and the body as is.
     let writer = HTTPResponseWriter(serverName: "fuzz", date: .fixed(secondsSince1970: 1_000_000_000))
-    let response = HTTPResponse(status: .ok, headers: [("X-Target", request.target)], body: request.body)
+    let response = HTTPResponse(status: .ok, headers: ["X-Target": request.head.target], body: request.body)
     let bytes = writer.serialize(response, for: request.head)
     let headLength = bytes.firstRange(of: "\r\n\r\n".utf8)?.upperBound
     check(headLength != nil, "response head without an end")
     let sent = bytes.count - headLength!
-    check(sent == (request.method == .head ? 0 : request.body.count), "response body of \(sent) bytes")
+    check(sent == (request.head.method == .head ? 0 : request.body.count), "response body of \(sent) bytes")
 
     if input.reparse { reparse(request, limits) }
 }
@@ -277,9 +283,9 @@ private func checkRequest(_ request: HTTPRequest, _ input: FuzzInput) {
 /// Content-Length or chunked) and checks it parses back to the same request.
 private func reparse(_ request: HTTPRequest, _ limits: HTTPRequestParser.Limits) {
     var text: [UInt8] = []
-    text += Array(request.method.rawValue.utf8) + [0x20] + Array(request.head.targetBytes) + [0x20]
-    text += Array(request.version.description.utf8) + [0x0D, 0x0A]
-    for field in request.headers {
+    text += Array(request.head.method.rawValue.utf8) + [0x20] + Array(request.head.targetBytes) + [0x20]
+    text += Array(request.head.version.description.utf8) + [0x0D, 0x0A]
+    for field in request.head.headers {
         text += Array(field.nameBytes) + Array(": ".utf8) + Array(field.valueBytes) + [0x0D, 0x0A]
     }
     text += [0x0D, 0x0A]

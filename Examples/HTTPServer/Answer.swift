@@ -40,16 +40,16 @@ struct Answer {
 
 extension Server {
     private static let hello = ByteRope(copying: "Hello, World!".utf8)
-    private static let textPlain: [(name: String, value: String)] = [("Content-Type", "text/plain")]
-    private static let octetStream: [(name: String, value: String)] = [("Content-Type", "application/octet-stream")]
-    private static let allowGetHead: [(name: String, value: String)] = [("Allow", "GET, HEAD")]
-    private static let allowPost: [(name: String, value: String)] = [("Allow", "POST")]
+    private static let textPlain: HTTPHeaders = ["Content-Type": "text/plain"]
+    private static let octetStream: HTTPHeaders = ["Content-Type": "application/octet-stream"]
+    private static let allowGetHead: HTTPHeaders = ["Allow": "GET, HEAD"]
+    private static let allowPost: HTTPHeaders = ["Allow": "POST"]
 
     /// Routes `request`: `GET /` is the hello, `POST /echo` answers the body, other `GET` and
     /// `HEAD` requests serve files under `--root`.
     func answer(to request: HTTPRequest, keepAlive: Bool) -> Answer {
         let path = Self.path(of: request.head)
-        switch (request.method, path) {
+        switch (request.head.method, path) {
         case (.get, "/"), (.head, "/"):
             return self.answer(.ok, body: Self.hello, headers: Self.textPlain, to: request, path, keepAlive)
         case (.post, "/echo"):
@@ -57,7 +57,7 @@ extension Server {
         case (.other, _):
             return self.answer(
                 501,
-                saying: "the method \(request.method) is not implemented",
+                saying: "the method \(request.head.method) is not implemented",
                 to: request,
                 path,
                 keepAlive
@@ -127,14 +127,14 @@ extension Server {
     private func answer(
         _ status: HTTPStatus,
         body: ByteRope = ByteRope(),
-        headers: [(name: String, value: String)] = [],
+        headers: HTTPHeaders = HTTPHeaders(),
         to request: HTTPRequest,
         _ path: String,
         _ keepAlive: Bool
     ) -> Answer {
         let response = HTTPResponse(status: status, headers: headers, body: body, closeConnection: !keepAlive)
         if self.accessLog {
-            self.log(method: request.method.rawValue, path: path, status: status, bytes: body.count)
+            self.log(method: request.head.method.rawValue, path: path, status: status, bytes: body.count)
         }
         return Answer(bytes: self.writer.serialize(response, for: request.head), splice: nil)
     }
@@ -144,16 +144,18 @@ extension Server {
     private func answer(
         _ status: HTTPStatus,
         saying reason: String,
-        headers: [(name: String, value: String)] = [],
+        headers: HTTPHeaders = HTTPHeaders(),
         to request: HTTPRequest,
         _ path: String,
         _ keepAlive: Bool
     ) -> Answer {
         let text = "\(status): \(reason)\n"
+        var fields = Self.textPlain
+        fields.append(contentsOf: headers)
         return self.answer(
             status,
             body: ByteRope(copying: text.utf8),
-            headers: Self.textPlain + headers,
+            headers: fields,
             to: request,
             path,
             keepAlive
@@ -255,11 +257,11 @@ extension Server {
         if file.isNotModified(headers) {
             let response = HTTPResponse(
                 status: .notModified,
-                headers: [("ETag", file.etag), ("Last-Modified", lastModified)],
+                headers: ["ETag": file.etag, "Last-Modified": lastModified],
                 closeConnection: !keepAlive
             )
             if self.accessLog {
-                self.log(method: request.method.rawValue, path: path, status: .notModified, bytes: 0)
+                self.log(method: request.head.method.rawValue, path: path, status: .notModified, bytes: 0)
             }
             return Answer(bytes: self.writer.serializeHead(response, for: request.head), splice: nil)
         }
@@ -267,11 +269,11 @@ extension Server {
         var status = HTTPStatus.ok
         var offset = 0
         var length = file.size
-        var fields: [(name: String, value: String)] = [
-            ("Content-Type", resolved.contentType),
-            ("Accept-Ranges", "bytes"),
-            ("ETag", file.etag),
-            ("Last-Modified", lastModified),
+        var fields: HTTPHeaders = [
+            "Content-Type": resolved.contentType,
+            "Accept-Ranges": "bytes",
+            "ETag": file.etag,
+            "Last-Modified": lastModified,
         ]
         if let range = headers["Range"], file.rangeIsCurrent(headers) {
             switch StaticFile.range(range, size: file.size) {
@@ -281,7 +283,7 @@ extension Server {
                 return self.answer(
                     416,
                     saying: "the range starts after the last of the \(file.size) bytes of \(path)",
-                    headers: [("Content-Range", "bytes */\(file.size)")],
+                    headers: ["Content-Range": "bytes */\(file.size)"],
                     to: request,
                     path,
                     keepAlive
@@ -290,13 +292,13 @@ extension Server {
                 status = .partialContent
                 offset = first
                 length = last - first + 1
-                fields.append(("Content-Range", "bytes \(first)-\(last)/\(file.size)"))
+                fields.append(name: "Content-Range", value: "bytes \(first)-\(last)/\(file.size)")
             }
         }
-        fields.append(("Content-Length", String(length)))
+        fields.append(name: "Content-Length", value: String(length))
         // The file, for a body: kept open (and mapped when small) between requests.
         var opened: OpenFiles.File?
-        if request.method == .get && length > 0 {
+        if request.head.method == .get && length > 0 {
             do throws(Errno) {
                 opened = try self.openFiles.file(resolved.real, identity: resolved.identity, size: file.size)
             } catch .permissionDenied {
@@ -307,7 +309,7 @@ extension Server {
         }
         let response = HTTPResponse(status: status, headers: fields, closeConnection: !keepAlive)
         if self.accessLog {
-            self.log(method: request.method.rawValue, path: path, status: status, bytes: length)
+            self.log(method: request.head.method.rawValue, path: path, status: status, bytes: length)
         }
         var head = self.writer.serializeHead(response, for: request.head)
         guard let opened else { return Answer(bytes: head, splice: nil) }
@@ -342,7 +344,7 @@ extension Server {
         return self.answer(
             301,
             saying: "\(path) is a directory: \(location)",
-            headers: [("Location", location)],
+            headers: ["Location": location],
             to: request,
             path,
             keepAlive

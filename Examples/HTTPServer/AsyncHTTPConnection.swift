@@ -98,7 +98,7 @@ struct AsyncHTTPConnection {
                 break
             }
             completed = true
-            let keepAlive = request.keepAlive
+            let keepAlive = request.head.keepAlive
             if !keepAlive { closing = true }  // later pipelined requests are not answered
             let answer = self.server.answer(to: request, keepAlive: keepAlive)
             batch.append(answer.bytes)

@@ -247,7 +247,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func respond(to request: HTTPRequest) {
-        let keepAlive = request.keepAlive
+        let keepAlive = request.head.keepAlive
         if !keepAlive {
             // This is the last response: later pipelined requests are not answered.
             self.closing = true

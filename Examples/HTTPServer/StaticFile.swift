@@ -74,7 +74,7 @@ struct StaticFile {
         if let tags = headers["If-None-Match"] {
             return Self.list(tags, matches: self.etag)
         }
-        if let since = headers.firstValueBytes(for: "If-Modified-Since"),
+        if let since = headers.firstValueBytes(name: "If-Modified-Since"),
             let seconds = HTTPDate.secondsSince1970(parsing: since)
         {
             return self.modifiedSecond <= seconds
@@ -86,7 +86,7 @@ struct StaticFile {
     /// tag must equal this file's (strong comparison: a weak tag never does), a date must be
     /// exactly its `Last-Modified`.
     func rangeIsCurrent(_ headers: HTTPHeaders) -> Bool {
-        guard let condition = headers.firstValueBytes(for: "If-Range") else { return true }
+        guard let condition = headers.firstValueBytes(name: "If-Range") else { return true }
         // A tag has a quote among its first three characters (`"…` or `W/"…`); a date has none.
         if condition.prefix(3).contains(UInt8(ascii: "\"")) {
             return condition.elementsEqual(self.etag.utf8)

@@ -10,7 +10,7 @@
 /// The registered methods are cases of their own; any other token is ``other(_:)``. The
 /// parser recognizes the cases without allocating.
 ///
-///     switch request.method {
+///     switch request.head.method {
 ///     case .get, .head: serveFile()
 ///     case .other(let name): print("unknown method", name)
 ///     default: reply(.methodNotAllowed)

@@ -8,7 +8,7 @@
 /// Percent-decoding and normalization of request paths, for a server that maps them to
 /// files under a root directory and must never leave it.
 ///
-///     guard let path = HTTPPath.normalized(request.path) else {
+///     guard let path = HTTPPath.normalized(request.head.path) else {
 ///         return HTTPResponse(status: .badRequest)      // traversal, NUL, bad escape …
 ///     }
 ///     let file = root + path                             // "/srv/www" + "/docs/a.html"

@@ -161,10 +161,16 @@ public struct HTTPRequestHead: Sendable, CustomStringConvertible {
 ///     var parser = HTTPRequestParser()
 ///     parser.append(received)
 ///     while let request = try parser.next() {
-///         print(request.method, request.target, request.body.count)
+///         print(request.head.method, request.head.target, request.body.count)
 ///     }
+///
+/// The request line and the header fields are the ``head``'s — ``HTTPRequestHead/method``,
+/// ``HTTPRequestHead/path``, ``HTTPRequestHead/headers``, ``HTTPRequestHead/keepAlive`` and
+/// the rest — reached through it, as ``HTTPRequestParser/nextHead()`` hands out the same
+/// head before the body and ``HTTPResponseWriter/serialize(_:for:)`` takes it.
 public struct HTTPRequest: Sendable, CustomStringConvertible {
-    /// The request line and the header fields.
+    /// The request line and the header fields: `request.head.method`,
+    /// `request.head.headers["Host"]`.
     public let head: HTTPRequestHead
     /// The body: the `Content-Length` bytes, or the concatenated chunks of a chunked body
     /// (chunk framing, extensions and trailers removed). Always sub-ropes of the received
@@ -184,29 +190,6 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
         self.head = head
         self.body = body
     }
-
-    /// The method: ``HTTPRequestHead/method``.
-    public var method: HTTPMethod { self.head.method }
-    /// The request target as sent: ``HTTPRequestHead/target``.
-    ///
-    /// - Complexity: O(*n*); allocates only for targets longer than 15 bytes.
-    public var target: String { self.head.target }
-    /// The target's path, still percent-encoded: ``HTTPRequestHead/path``.
-    ///
-    /// - Complexity: O(*n*) in the target's length.
-    public var path: String { self.head.path }
-    /// The target's query, still percent-encoded: ``HTTPRequestHead/query``.
-    ///
-    /// - Complexity: O(*n*) in the target's length.
-    public var query: String? { self.head.query }
-    /// The protocol version: ``HTTPRequestHead/version``.
-    public var version: HTTPVersion { self.head.version }
-    /// The header fields: ``HTTPRequestHead/headers``.
-    public var headers: HTTPHeaders { self.head.headers }
-    /// Whether the connection stays open after the response: ``HTTPRequestHead/keepAlive``.
-    public var keepAlive: Bool { self.head.keepAlive }
-    /// Whether the client sent `Expect: 100-continue`: ``HTTPRequestHead/expectsContinue``.
-    public var expectsContinue: Bool { self.head.expectsContinue }
 
     /// The head's description and the body's length.
     public var description: String {

@@ -13,7 +13,7 @@ import ByteRopes
 /// `Connection` itself.
 ///
 ///     var response = HTTPResponse(status: .ok, body: ByteRope(copying: "Hello, World!".utf8))
-///     response.headers.append(("Content-Type", "text/plain"))
+///     response.headers.append(name: "Content-Type", value: "text/plain")
 ///     let bytes = writer.serialize(response, for: request.head)   // head + body, one rope
 public struct HTTPResponse: Sendable {
     /// The status.
@@ -21,11 +21,15 @@ public struct HTTPResponse: Sendable {
 
     /// Header fields, written in this order after `Server` and `Date`.
     ///
-    /// Names must be tokens (letters, digits and `!#$%&'*+-.^_`|~`). In values, CR, LF and
-    /// NUL are written as spaces, so a value taken from a request cannot split the response.
-    /// If you set `Content-Length`, `Transfer-Encoding`, `Connection`, `Server` or `Date`
+    /// ``HTTPHeaders/append(name:value:)`` (or a literal such as
+    /// `["Content-Type": "text/plain"]`) checks that names are tokens and writes CR, LF and
+    /// NUL in values as spaces, so a value taken from a request cannot split the response. If
+    /// you set `Content-Length`, `Transfer-Encoding`, `Connection`, `Server` or `Date`
     /// yourself, the writer does not add its own.
-    public var headers: [(name: String, value: String)]
+    ///
+    /// Fields made once and shared (a `static let`) cost nothing per response: the writer
+    /// copies their lines into the head as they are.
+    public var headers: HTTPHeaders
 
     /// The body. Its regions are written as they are — for a file, the rope of its bytes as
     /// read — after the head.
@@ -52,7 +56,7 @@ public struct HTTPResponse: Sendable {
     /// - Complexity: O(1).
     public init(
         status: HTTPStatus = .ok,
-        headers: [(name: String, value: String)] = [],
+        headers: HTTPHeaders = HTTPHeaders(),
         body: ByteRope = ByteRope(),
         closeConnection: Bool = false
     ) {

@@ -73,7 +73,7 @@ public struct HTTPResponseWriter: Sendable {
     ///     example for an error before a request was parsed) means an HTTP/1.1 `GET`.
     /// - Returns: The bytes to write.
     /// - Precondition: ``HTTPResponse/contentLength``, when set, equals `body.count` unless
-    ///   the body is left out; header names are tokens.
+    ///   the body is left out.
     /// - Complexity: O(*h* + log *r*) for *h* bytes of head and *r* body regions; one
     ///   allocation for the head (the head is formatted on the stack when it is under about
     ///   1 KiB), plus O(log *r*) tree nodes when the body has two or more regions.
@@ -117,12 +117,9 @@ public struct HTTPResponseWriter: Sendable {
         }
 
         // Which fields the caller set, and how much room the head needs at most.
-        var own = _OwnFields()
+        let own = response.headers.ownFields
         var capacity = 64 + 64 + 24  // status line, Content-Length and Connection, final CRLF
-        for (name, value) in response.headers {
-            own.note(name)
-            capacity += name.utf8.count + value.utf8.count + 4
-        }
+        capacity += response.headers.lineByteCount
         let reasonPhrase = response.status.reasonPhrase
         capacity += reasonPhrase.utf8.count
         if let serverName = self.serverName { capacity += serverName.utf8.count + 10 }
@@ -137,13 +134,11 @@ public struct HTTPResponseWriter: Sendable {
     /// - Precondition: `capacity` is positive and at least the head's length.
     package func serializeHead(_ response: HTTPResponse, for request: HTTPRequestHead?, capacity: Int) -> ByteRope {
         precondition(capacity > 0, "capacity must be positive")
-        var own = _OwnFields()
-        for (name, _) in response.headers { own.note(name) }
         return self.writeHead(
             response,
             _RequestFacts(request),
             reasonPhrase: response.status.reasonPhrase,
-            own: own,
+            own: response.headers.ownFields,
             inlining: ByteRope(),
             capacity: capacity
         )
@@ -197,12 +192,7 @@ public struct HTTPResponseWriter: Sendable {
                     break
                 }
             }
-            for (name, value) in headers {
-                out.writeName(name)
-                out.write(": ")
-                out.writeValue(value)
-                out.write("\r\n")
-            }
+            out.writeLines(of: headers)
             if let contentLength {
                 out.write("Content-Length: ")
                 out.writeDecimal(contentLength)
@@ -239,7 +229,7 @@ public struct HTTPResponseWriter: Sendable {
     /// One chunk of a chunked body: the size in hexadecimal and CRLF (a new small region),
     /// `data`'s regions untouched, then CRLF.
     ///
-    /// For a chunked response, put `("Transfer-Encoding", "chunked")` in the headers (the
+    /// For a chunked response, put `Transfer-Encoding: chunked` in the headers (the
     /// writer then sends no `Content-Length`), write the head with
     /// ``serializeHead(_:for:)``, then each `chunk(_:)` and finally ``lastChunk``. Only
     /// HTTP/1.1 clients understand it.
@@ -282,33 +272,6 @@ private struct _RequestFacts {
     @inline(__always)
     func sendsBody(_ status: HTTPStatus) -> Bool {
         !self.isHead && !status.forbidsBody
-    }
-}
-
-/// The fields the writer adds that the caller set already.
-private struct _OwnFields {
-    var contentLength = false
-    var transferEncoding = false
-    var connection = false
-    var server = false
-    var date = false
-
-    mutating func note(_ name: String) {
-        // Only names of these lengths can be one of the five: most fields stop here.
-        switch name.utf8.count {
-        case 4, 6, 10, 14, 17: break
-        default: return
-        }
-        var key = _ShortKey()
-        for byte in name.utf8 { key.append(byte) }
-        switch key {
-        case .contentLength: self.contentLength = true
-        case .transferEncoding: self.transferEncoding = true
-        case .connection: self.connection = true
-        case .server: self.server = true
-        case .date: self.date = true
-        default: break
-        }
     }
 }
 
@@ -385,16 +348,12 @@ private struct _HeadOutput {
         self.cursor += digits
     }
 
-    /// A field name: must be a token.
-    mutating func writeName(_ name: String) {
-        var utf8Name = name
-        utf8Name.withUTF8 { utf8 in
-            precondition(
-                !utf8.isEmpty && utf8.allSatisfy(_Syntax.isToken),
-                "HTTP response header name \(name.debugDescription) is not a token"
-            )
-            self.copy(UnsafeRawBufferPointer(utf8))
-        }
+    /// Header field lines, as they are (``HTTPHeaders`` checked them when they were made).
+    mutating func writeLines(of headers: HTTPHeaders) {
+        let count = headers.lineByteCount
+        self.claim(count)
+        headers.copyLines(to: UnsafeMutableRawBufferPointer(start: self.cursor, count: count))
+        self.cursor += count
     }
 
     /// A field value or reason phrase: CR, LF and NUL become spaces.

@@ -85,10 +85,10 @@ struct HTTPPathTests {
             )
         )
         let traversal = try #require(try parser.next())
-        #expect(traversal.path == "/static/../%2e%2e/secret")
-        #expect(HTTPPath.normalized(traversal.path) == nil)
+        #expect(traversal.head.path == "/static/../%2e%2e/secret")
+        #expect(HTTPPath.normalized(traversal.head.path) == nil)
         let fine = try #require(try parser.next())
-        #expect(HTTPPath.normalized(fine.path) == "/docs/a b.html")
+        #expect(HTTPPath.normalized(fine.head.path) == "/docs/a b.html")
     }
 }
 
@@ -97,7 +97,7 @@ struct HTTPHeadersTests {
     func headers(_ fields: String) throws -> HTTPHeaders {
         var parser = HTTPRequestParser()
         parser.append(rope("GET / HTTP/1.1\r\n\(fields)\r\n"))
-        return try #require(try parser.next()).headers
+        return try #require(try parser.next()).head.headers
     }
 
     @Test("Lookups are case-insensitive; values are trimmed; order is kept")
@@ -110,19 +110,17 @@ struct HTTPHeadersTests {
         #expect(headers["HOST"] == "example.com")
         #expect(headers["accept"] == "text/html")
         #expect(headers["x-tag"] == "a, b, ")
-        #expect(headers.values(for: "X-Tag") == ["a", "b", ""])
-        #expect(headers.first(name: "x-tag") == "a")
-        #expect(headers.values(for: "set-cookie") == ["1", "2"])
+        #expect(headers.values(name: "X-Tag") == ["a", "b", ""])
+        #expect(headers.values(name: "set-cookie") == ["1", "2"])
         #expect(headers["missing"] == nil)
-        #expect(headers.values(for: "missing") == [])
-        #expect(headers.first(name: "missing") == nil)
+        #expect(headers.values(name: "missing") == [])
         #expect(headers.contains(name: "ACCEPT"))
         #expect(!headers.contains(name: "Accep"))
         #expect(!headers.contains(name: "Accepts"))
         #expect(!headers.contains(name: ""))
         #expect(headers.map(\.name) == ["Host", "Accept", "X-Tag", "x-tag", "X-TAG", "Set-Cookie", "Set-Cookie"])
         #expect(headers.map(\.value) == ["example.com", "text/html", "a", "b", "", "1", "2"])
-        #expect(headers.firstValueBytes(for: "accept").map { Array($0) } == bytes("text/html"))
+        #expect(headers.firstValueBytes(name: "accept").map { Array($0) } == bytes("text/html"))
         #expect(
             Array(headers.bytes)
                 == bytes(
@@ -136,17 +134,55 @@ struct HTTPHeadersTests {
         let text = "GET / HTTP/1.1\r\nHost: example.com\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
         var parser = HTTPRequestParser()
         parser.append(rope(regions: pieces(of: bytes(text), size: 1)))
-        let headers = try #require(try parser.next()).headers
+        let headers = try #require(try parser.next()).head.headers
         #expect(headers["content-type"] == "text/html; charset=utf-8")
-        #expect(headers.firstValueBytes(for: "host")?.regionCount == 11)
+        #expect(headers.firstValueBytes(name: "host")?.regionCount == 11)
         #expect(headers.description == "Host: example.com\nContent-Type: text/html; charset=utf-8")
+    }
+
+    @Test("Built fields: the same lookups; CR, LF and NUL become spaces; a name may repeat")
+    func built() {
+        var headers: HTTPHeaders = ["Content-Type": "text/plain", "X-Tag": " a ", "x-tag": "b"]
+        headers.append(name: "Set-Cookie", value: "1\r\nInjected: yes\u{0}")
+        headers.append(name: "Set-Cookie", value: "2")
+        #expect(headers.count == 5)
+        #expect(headers["content-type"] == "text/plain")
+        #expect(headers["X-TAG"] == "a, b")
+        #expect(headers.values(name: "set-cookie") == ["1  Injected: yes", "2"])
+        #expect(headers.contains(name: "SET-COOKIE"))
+        #expect(!headers.contains(name: "Injected"))
+        #expect(headers.firstValueBytes(name: "x-tag").map { Array($0) } == bytes("a"))
+        #expect(headers.map(\.name) == ["Content-Type", "X-Tag", "x-tag", "Set-Cookie", "Set-Cookie"])
+        #expect(
+            Array(headers.bytes)
+                == bytes(
+                    "Content-Type: text/plain\r\nX-Tag:  a \r\nx-tag: b\r\nSet-Cookie: 1  Injected: yes \r\n"
+                        + "Set-Cookie: 2\r\n"
+                )
+        )
+        let empty = HTTPHeaders()
+        #expect(empty.isEmpty && empty["x"] == nil && Array(empty).isEmpty && empty.bytes.isEmpty)
+    }
+
+    @Test("A request's fields appended to built ones are copied; the request's stay as they are")
+    func appendReceived() throws {
+        let received = try self.headers("Host: example.com\r\nAccept: */*\r\n")
+        var built: HTTPHeaders = ["Via": "1.1 ring"]
+        built.append(contentsOf: received)
+        built.append(contentsOf: HTTPHeaders())
+        #expect(built.count == 3)
+        #expect(built.map(\.description) == ["Via: 1.1 ring", "Host: example.com", "Accept: */*"])
+        var extended = received
+        extended.append(name: "X-Added", value: "1")
+        #expect(extended.count == 3 && extended["x-added"] == "1" && extended["host"] == "example.com")
+        #expect(received.count == 2 && !received.contains(name: "X-Added"))
     }
 
     @Test("No fields")
     func none() throws {
         var parser = HTTPRequestParser()
         parser.append(rope("GET / HTTP/1.0\r\n\r\n"))
-        let headers = try #require(try parser.next()).headers
+        let headers = try #require(try parser.next()).head.headers
         #expect(headers.isEmpty)
         #expect(headers.count == 0)
         #expect(headers["host"] == nil)

@@ -66,13 +66,20 @@ struct HTTPPreconditionTests {
         )
     }
 
-    @Test("A response header name that is not a token traps")
+    @Test("A header name that is not a token traps when it is appended")
     func headerName() async {
         expectMessage(
             await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-                _ = HTTPResponseWriter().serialize(HTTPResponse(headers: [("Bad Name", "v")]))
+                var headers = HTTPHeaders()
+                headers.append(name: "Bad Name", value: "v")
             },
-            "HTTP response header name \"Bad Name\" is not a token"
+            "HTTPHeaders: the field name \"Bad Name\" is not a token"
+        )
+        expectMessage(
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                _ = HTTPResponse(headers: ["": "v"])
+            },
+            "HTTPHeaders: the field name \"\" is not a token"
         )
     }
 
@@ -81,7 +88,7 @@ struct HTTPPreconditionTests {
         expectMessage(
             await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
                 let writer = HTTPResponseWriter(serverName: "RingIO", date: .fixed(secondsSince1970: 0))
-                let response = HTTPResponse(headers: [("X-Value", String(repeating: "v", count: 300))])
+                let response = HTTPResponse(headers: ["X-Value": String(repeating: "v", count: 300)])
                 let length = writer.serializeHead(response).count
                 _ = writer.serializeHead(response, for: nil, capacity: length - 1)
             },

@@ -35,7 +35,7 @@ struct HTTPResponseWriterTests {
     let date = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 
     func hello() -> HTTPResponse {
-        HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")], body: rope("Hello, World!"))
+        HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: rope("Hello, World!"))
     }
 
     @Test("A 200 with a body, byte for byte")
@@ -101,7 +101,7 @@ struct HTTPResponseWriterTests {
     @Test("Statuses without a body: 1xx, 204, 304")
     func noBody() {
         let writer = HTTPResponseWriter(serverName: nil, date: .omitted)
-        var notModified = HTTPResponse(status: .notModified, headers: [("ETag", "\"x\"")], body: rope("ignored"))
+        var notModified = HTTPResponse(status: .notModified, headers: ["ETag": "\"x\""], body: rope("ignored"))
         #expect(text(writer.serialize(notModified)) == "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n")
         notModified.contentLength = 7
         #expect(
@@ -121,8 +121,8 @@ struct HTTPResponseWriterTests {
         let response = HTTPResponse(
             status: HTTPStatus(code: 299, reasonPhrase: "Custom\r\nX: y"),
             headers: [
-                ("server", "Mine"), ("DATE", "yesterday"), ("Content-Length", "3"), ("connection", "Upgrade"),
-                ("X-Injected", "a\r\nSet-Cookie: evil\u{0}"),
+                "server": "Mine", "DATE": "yesterday", "Content-Length": "3", "connection": "Upgrade",
+                "X-Injected": "a\r\nSet-Cookie: evil\u{0}",
             ],
             body: rope("abc"),
             closeConnection: true
@@ -131,6 +131,23 @@ struct HTTPResponseWriterTests {
             text(writer.serialize(response))
                 == "HTTP/1.1 299 Custom  X: y\r\nserver: Mine\r\nDATE: yesterday\r\nContent-Length: 3\r\n"
                 + "connection: Upgrade\r\nX-Injected: a  Set-Cookie: evil \r\n\r\nabc"
+        )
+    }
+
+    @Test("A request's fields in a response are written as received, and replace the writer's own")
+    func receivedFields() throws {
+        let writer = HTTPResponseWriter(serverName: "RingIO", date: .omitted)
+        let request = try requestHead("GET / HTTP/1.1\r\nHost: x\r\nServer:  theirs \r\nX-A: 1\r\n\r\n")
+        var headers: HTTPHeaders = ["Content-Type": "text/plain"]
+        headers.append(contentsOf: request.headers)
+        #expect(
+            text(writer.serialize(HTTPResponse(headers: headers, body: rope("ok")), for: request))
+                == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nHost: x\r\nServer:  theirs \r\nX-A: 1\r\n"
+                + "Content-Length: 2\r\n\r\nok"
+        )
+        #expect(
+            text(writer.serialize(HTTPResponse(headers: request.headers), for: request))
+                == "HTTP/1.1 200 OK\r\nHost: x\r\nServer:  theirs \r\nX-A: 1\r\nContent-Length: 0\r\n\r\n"
         )
     }
 
@@ -171,7 +188,7 @@ struct HTTPResponseWriterTests {
     @Test("serializeHead and chunked encoding")
     func chunked() {
         let writer = HTTPResponseWriter(serverName: nil, date: .omitted)
-        let response = HTTPResponse(headers: [("Transfer-Encoding", "chunked")])
+        let response = HTTPResponse(headers: ["Transfer-Encoding": "chunked"])
         let data = rope("0123456789abcdefXYZ")
         let bytes = writer.serializeHead(response) + HTTPResponseWriter.chunk(data) + HTTPResponseWriter.lastChunk
         #expect(
@@ -192,7 +209,7 @@ struct HTTPResponseWriterTests {
     func longHead() {
         let writer = HTTPResponseWriter(serverName: nil, date: .omitted)
         let value = String(repeating: "v", count: 5000)
-        let bytes = writer.serialize(HTTPResponse(headers: [("X-Big", value), ("X-Small", "s")]))
+        let bytes = writer.serialize(HTTPResponse(headers: ["X-Big": value, "X-Small": "s"]))
         #expect(text(bytes) == "HTTP/1.1 200 OK\r\nX-Big: \(value)\r\nX-Small: s\r\nContent-Length: 0\r\n\r\n")
     }
 
@@ -204,26 +221,42 @@ struct HTTPResponseWriterTests {
         let scalars: [Unicode.Scalar] = ["a", "b", "\r", "\n", "\u{0}", " ", "é"]
         let request10 = try requestHead("HEAD / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         let long = String(repeating: "x", count: 1 << 20)
-        var many: [(name: String, value: String)] = []
+        // The fields as given, beside the headers made of them: the expected head is built
+        // from these, not from what HTTPHeaders kept.
+        var manyFields: [(name: String, value: String)] = []
+        var many = HTTPHeaders()
         for index in 0..<10_000 {
             let length = Int(generator.next() % 64)
             var value = String.UnicodeScalarView()
             for _ in 0..<length { value.append(scalars.randomElement(using: &generator)!) }
-            many.append(("X-\(index)", String(value)))
+            manyFields.append(("X-\(index)", String(value)))
+            many.append(name: "X-\(index)", value: String(value))
         }
+        var longAndMany: HTTPHeaders = ["X-Long": long]
+        longAndMany.append(contentsOf: many)
         var maximal = HTTPResponse(
             status: HTTPStatus(code: 999, reasonPhrase: String(repeating: "R", count: 70_000)),
-            headers: [("X-Long", long)] + many
+            headers: longAndMany
         )
         maximal.contentLength = Int.max
         let longServer = String(repeating: "S", count: 100_000)
-        let cases: [(HTTPResponseWriter, HTTPResponse, HTTPRequestHead?)] = [
-            (HTTPResponseWriter(serverName: longServer, date: .fixed(secondsSince1970: 0)), maximal, request10),
-            (HTTPResponseWriter(serverName: "", date: .fixed(secondsSince1970: .max)), maximal, request10),
-            (HTTPResponseWriter(serverName: nil, date: .omitted), HTTPResponse(headers: many), nil),
-            (HTTPResponseWriter(serverName: nil, date: .omitted), HTTPResponse(headers: [("X-Long", long)]), nil),
+        let maximalFields = [("X-Long", long)] + manyFields
+        let cases: [(HTTPResponseWriter, HTTPResponse, [(name: String, value: String)], HTTPRequestHead?)] = [
+            (
+                HTTPResponseWriter(serverName: longServer, date: .fixed(secondsSince1970: 0)), maximal, maximalFields,
+                request10
+            ),
+            (
+                HTTPResponseWriter(serverName: "", date: .fixed(secondsSince1970: .max)), maximal, maximalFields,
+                request10
+            ),
+            (HTTPResponseWriter(serverName: nil, date: .omitted), HTTPResponse(headers: many), manyFields, nil),
+            (
+                HTTPResponseWriter(serverName: nil, date: .omitted), HTTPResponse(headers: ["X-Long": long]),
+                [("X-Long", long)], nil
+            ),
         ]
-        for (writer, response, request) in cases {
+        for (writer, response, fields, request) in cases {
             let head = text(writer.serializeHead(response, for: request))
             // The same head, built independently.
             var expected = "HTTP/1.1 \(response.status.code) \(response.status.reasonPhrase)\r\n"
@@ -233,7 +266,7 @@ struct HTTPResponseWriterTests {
             case .fixed(let seconds): expected += "Date: \(HTTPDate.string(secondsSince1970: seconds))\r\n"
             case .omitted: break
             }
-            for (name, value) in response.headers {
+            for (name, value) in fields {
                 var cleaned = String.UnicodeScalarView()
                 for scalar in value.unicodeScalars {
                     cleaned.append(scalar == "\r" || scalar == "\n" || scalar == "\u{0}" ? " " : scalar)
@@ -253,8 +286,8 @@ struct HTTPResponseWriterTests {
         let request = try requestHead("GET / HTTP/1.0\r\n\r\n")
         let responses = [
             self.hello(),
-            HTTPResponse(status: .notModified, headers: [("ETag", "\"x\"")]),
-            HTTPResponse(headers: [("X-Big", String(repeating: "v", count: 5_000))], closeConnection: true),
+            HTTPResponse(status: .notModified, headers: ["ETag": "\"x\""]),
+            HTTPResponse(headers: ["X-Big": String(repeating: "v", count: 5_000)], closeConnection: true),
         ]
         for response in responses {
             let head = self.writer.serializeHead(response, for: request)

@@ -70,13 +70,13 @@ struct RequestSnapshot: Equatable, CustomStringConvertible {
     var isChunked: Bool
 
     init(_ request: HTTPRequest) {
-        self.method = request.method
-        self.target = request.target
-        self.version = request.version
-        self.headers = request.headers.map { [$0.name, $0.value] }
+        self.method = request.head.method
+        self.target = request.head.target
+        self.version = request.head.version
+        self.headers = request.head.headers.map { [$0.name, $0.value] }
         self.body = Array(request.body)
-        self.keepAlive = request.keepAlive
-        self.expectsContinue = request.expectsContinue
+        self.keepAlive = request.head.keepAlive
+        self.expectsContinue = request.head.expectsContinue
         self.contentLength = request.head.contentLength
         self.isChunked = request.head.isChunked
     }
