@@ -100,12 +100,22 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// Runs `work` on this connection's queue, later: its DispatchQueue, or else its ring
+    /// (with handlers on the ring, `queue` is the ring that accepted the connection).
+    private func onQueue(_ work: @escaping @Sendable () -> Void) {
+        if let dispatchQueue = self.queue as? DispatchQueue {
+            dispatchQueue.async(execute: work)
+        } else {
+            self.connection.ring.enqueue(work)
+        }
+    }
+
     func start() {
         // Held until the channel is cleaned up: then the write handler (which holds this
         // connection) and what was not sent are let go of.
         self.connection.whenClosed {
             // On the ring: this connection's state belongs to its queue.
-            self.queue.enqueue {
+            self.onQueue {
                 self.cleanedUp()
                 self.stats?.connectionClosed()
             }
@@ -113,7 +123,7 @@ final class HTTPConnection: @unchecked Sendable {
         // The listener's graceful shutdown: answer what was received (a file being sent
         // included), then close — decided here, where a response being prepared is known.
         self.connection.whenShuttingDown {
-            self.queue.enqueue {
+            self.onQueue {
                 self.closing = true
                 self.closeIfDone()
             }

@@ -135,6 +135,11 @@ package enum _RingIOTesting {
         self.onRing(ring) { ring.core.providedBuffers.memoryRange }
     }
 
+    /// The ring that performs `channel`'s I/O; `nil` when its creation failed.
+    package static func ring(of channel: IOChannel) -> RingLoop? {
+        channel.state.entry?.ring
+    }
+
     /// How many writes of `channel` ride the syscall of the write ahead of them now.
     package static func ridingWrites(of channel: IOChannel) -> Int {
         guard let ring = channel.state.entry?.ring else { return 0 }

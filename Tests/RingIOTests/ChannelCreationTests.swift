@@ -62,14 +62,14 @@ struct ChannelCreationTests {
             ring: other,
             cleanupHandler: cleanups[0].handler
         )
-        #expect(given.ring === other)
+        #expect(_RingIOTesting.ring(of: given) === other)
         let onRing = IOChannel(
             kind: .stream,
             fileDescriptor: pairs[1].0,
             queue: ring,
             cleanupHandler: cleanups[1].handler
         )
-        #expect(onRing.ring === ring)
+        #expect(_RingIOTesting.ring(of: onRing) === ring)
         let shared = IOChannel(
             kind: .stream,
             fileDescriptor: pairs[2].0,
@@ -77,7 +77,7 @@ struct ChannelCreationTests {
             cleanupHandler: cleanups[2].handler
         )
         let sharedRings = try RingLoopGroup.shared.rings
-        #expect(sharedRings.contains { $0 === shared.ring })
+        #expect(sharedRings.contains { $0 === _RingIOTesting.ring(of: shared) })
         for channel in [given, onRing, shared] { channel.close() }
         for cleanup in cleanups { cleanup.expectOnce(nil) }
     }

@@ -830,7 +830,7 @@ struct ExecutorTests {
             let read = Outcome(await bounded(seconds: 5) { Array(try await channel.read(length: 1)) })
             channel.close()
             let cleanedUp = await waitUntil(seconds: 2) { cleanup.wasCalled }
-            #expect(channel.ring === ring, "the channel's ring is the one that shut down")
+            #expect(_RingIOTesting.ring(of: channel) === ring, "the channel's ring is the one that shut down")
             #expect(read == .bytes(bytes("x")), "\(read)")
             #expect(cleanedUp, "the cleanup handler did not run")
             close(number)

@@ -185,7 +185,7 @@ final class RingIOStream: StreamingPair, @unchecked Sendable {
 
     func transfer(chunks count: Int, checkingContents: Bool) {
         self.reader.expect(count * Chunk.size, checkingContents: checkingContents)
-        self.writerQueue.enqueue {
+        runLater(on: self.writerQueue) {
             for _ in 0..<self.writer.begin(count) { self.write() }
         }
         waitOrDie(self.done, "RingIO stream of \(count) chunks")

@@ -137,7 +137,7 @@ final class RingIOPingPong: PingPong, @unchecked Sendable {
     }
 
     func roundTrips(_ count: Int, checkingContents: Bool) {
-        self.clientQueue.enqueue {
+        runLater(on: self.clientQueue) {
             self.client.begin(count, checkingContents: checkingContents)
             self.send()
         }

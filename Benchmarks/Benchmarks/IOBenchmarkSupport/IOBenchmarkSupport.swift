@@ -7,6 +7,7 @@
 
 import Benchmark
 import Dispatch
+import RingIO
 
 #if canImport(Glibc)
 import Glibc
@@ -165,6 +166,20 @@ public func seconds(_ duration: Duration) -> Double {
 /// Megabytes (10⁶ bytes) per second, rounded, for ``MetricName/megabytesPerSecond``.
 public func megabytesPerSecond(bytes: Int, in duration: Duration) -> Int {
     Int((Double(bytes) / 1e6 / seconds(duration)).rounded())
+}
+
+// MARK: - Queues
+
+/// Runs `work` on `queue`, later: `enqueue` on a ring, `async` on a DispatchQueue (the
+/// benchmarks' queues are one or the other; `IOQueue` itself has nothing to call).
+public func runLater(on queue: any IOQueue, _ work: @escaping @Sendable () -> Void) {
+    if let ring = queue as? RingLoop {
+        ring.enqueue(work)
+    } else if let dispatchQueue = queue as? DispatchQueue {
+        dispatchQueue.async(execute: work)
+    } else {
+        preconditionFailure("a benchmark queue is a RingLoop or a DispatchQueue")
+    }
 }
 
 // MARK: - Descriptors

@@ -97,11 +97,6 @@ public final class IOChannel: Sendable {
     /// The channel's kind.
     public let kind: Kind
 
-    /// The ring that performs the channel's I/O, or `nil` when creation failed (a bad
-    /// descriptor, or io_uring could not be set up: every operation then fails with the error
-    /// the cleanup handler got).
-    public var ring: RingLoop? { self.state.entry?.ring }
-
     internal let state: _ChannelState
 
     // MARK: Creating channels

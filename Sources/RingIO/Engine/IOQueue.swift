@@ -13,15 +13,32 @@ import Dispatch
 /// Handlers given to one queue run one at a time, in the order RingIO hands them over.
 /// RingIO groups the handlers that one completion batch sends to one `DispatchQueue` into a
 /// single `async`.
+///
+/// The protocol only marks where RingIO may run work; it adds nothing you call to
+/// `DispatchQueue`. To run work yourself, use the queue's own API: `async` on a
+/// `DispatchQueue`, ``RingLoop/enqueue(_:)`` on a ring.
 public protocol IOQueue: Sendable {
-    /// Runs `work` on this queue, asynchronously: never inside the call.
-    func enqueue(_ work: @escaping @Sendable () -> Void)
+    /// RingIO's entry point: runs `work` on this queue, asynchronously (never inside the
+    /// call). Underscored because it is RingIO's, not part of the API you call; it stays
+    /// out of the documentation and of code completion on `DispatchQueue`. `DispatchQueue`
+    /// and ``RingLoop`` implement it; another conforming type must run `work` once, later,
+    /// one job at a time in order, and never inside the call.
+    func _ringIOEnqueue(_ work: @escaping @Sendable () -> Void)
 }
 
 extension DispatchQueue: IOQueue {
-    /// Runs `work` with `async`.
-    public func enqueue(_ work: @escaping @Sendable () -> Void) {
+    /// RingIO's entry point (see ``IOQueue``): `async`.
+    public func _ringIOEnqueue(_ work: @escaping @Sendable () -> Void) {
         self.async(execute: work)
+    }
+}
+
+extension IOQueue {
+    /// Runs `work` on this queue, asynchronously: RingIO's own spelling of the requirement,
+    /// internal so that no public `enqueue` appears on every `DispatchQueue`.
+    @inline(__always)
+    internal func enqueue(_ work: @escaping @Sendable () -> Void) {
+        self._ringIOEnqueue(work)
     }
 }
 
