@@ -61,7 +61,7 @@ struct ReadmeAsyncEchoTests {
 }
 
 /// A port reported by one task and awaited by another.
-private final class AsyncPort: Sendable {
+final class AsyncPort: Sendable {
     private let port = _Lock<UInt16?>(nil)
 
     func set(_ value: UInt16) {

@@ -137,9 +137,14 @@ public final class IOChannel: Sendable {
     /// Creates a channel that opens `path` lazily, on its ring, when the first operation needs
     /// the descriptor, and closes it after the channel is closed and its operations finished.
     ///
-    /// The path is examined (`stat`; `lstat` with `.noFollow`) as the channel is made: when it
-    /// cannot be (ENOENT, ENOTDIR…) and `.create` is not among the options, or it names a directory,
-    /// the cleanup handler gets that error at once and every operation fails with it (R26).
+    /// The path is examined inside this initializer, on the calling thread, with a blocking
+    /// `stat` (`lstat` with `.noFollow`; and a `stat` of its directory when it does not exist
+    /// and `.create` is among the options) — not on the ring, where io_uring would run a
+    /// `STATX` on a worker thread at several times the cost. It is served from the kernel's
+    /// caches for a path used recently; on a slow or network file system it can block, so
+    /// make such channels off a ring's thread. When the path cannot be examined (ENOENT,
+    /// ENOTDIR…) and `.create` is not among the options, or it names a directory, the cleanup
+    /// handler gets that error at once and every operation fails with it (R26).
     /// When the open itself fails (EACCES…), the operation that needed it and every later one
     /// fail with the error, and the cleanup handler gets `nil` (R28).
     ///

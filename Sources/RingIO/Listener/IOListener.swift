@@ -12,6 +12,8 @@ import SystemPackage
 import Glibc
 #endif
 
+// The example below runs in Tests/RingIOTests/ListenerDocExampleTests.swift: keep the two in step.
+
 /// A listening TCP socket (or one per ring, with `SO_REUSEPORT`) that accepts connections with
 /// io_uring's multishot accept and hands each out as an ``IOConnection``: a stream channel on
 /// the ring that accepted it.
@@ -165,7 +167,7 @@ public final class IOListener: Sendable {
 
     /// Binds and listens on one ring, then accepts there, for the async API: the connections
     /// are handed out by ``connections()`` (or ``serve(_:)``), each as an ``IOConnection``
-    /// with a stream channel on the ring.
+    /// with a stream channel on the ring. (ListenerDocExampleTests runs this example.)
     ///
     ///     let listener = try IOListener(host: "127.0.0.1", port: 7000, ring: ring)
     ///     await listener.serve { connection in              // a child task on the ring
@@ -375,8 +377,8 @@ public final class IOListener: Sendable {
     /// Event-driven: each connection's stop comes with the completion of its last write, the
     /// deadline is one timer per ring (in the ring's timer queue, no thread waits).
     ///
-    ///     listener.shutdown(gracePeriod: .seconds(5), queue: ring) {
-    ///         group.shutdown()
+    ///     listener.shutdown(gracePeriod: .seconds(5), queue: DispatchQueue.global()) {
+    ///         group.shutdown()      // not from a ring's thread: a ring cannot stop itself
     ///     }
     ///
     /// A second call adds its completion; the first call's grace period stands. The rings
