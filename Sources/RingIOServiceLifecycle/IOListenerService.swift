@@ -8,10 +8,10 @@
 import RingIO
 import ServiceLifecycle
 
-/// A server built on an ``RingIO/IOListener``, as a swift-service-lifecycle `Service`: it
+/// A server built on a RingIO `IOListener`, as a swift-service-lifecycle `Service`: it
 /// serves until the service group shuts down gracefully (a signal such as SIGTERM, another
 /// service ending) or the task running it is cancelled, and then shuts the listener down with
-/// ``RingIO/IOListener/shutdown(gracePeriod:)`` — stop accepting, let each connection's
+/// `IOListener.shutdown(gracePeriod:)` — stop accepting, let each connection's
 /// writes in flight finish within the grace period, close the rest. ``run()`` returns once
 /// every connection is cleaned up.
 ///
@@ -44,16 +44,16 @@ public struct IOListenerService: Service {
     private let executor: (any TaskExecutor)?
 
     /// A service that serves `listener`'s connections with `handler`
-    /// (``RingIO/IOListener/serve(_:)``: a child task per connection on the ring that accepted
+    /// (`IOListener.serve(_:)`: a child task per connection on the ring that accepted
     /// it).
     ///
     /// - Parameters:
-    ///   - listener: A listener made without a handler (for ``RingIO/IOListener/connections()``).
+    ///   - listener: A listener made without a handler (for `IOListener.connections()`).
     ///   - gracePeriod: How long the connections' writes in flight may take once the group
     ///     shuts down gracefully.
     ///   - executor: Where the accepting loop runs (a ring's `taskExecutor`, say); `nil`: the
     ///     global concurrent executor. Each connection's task prefers its own ring either way.
-    ///   - handler: Serves one connection; see ``RingIO/IOListener/serve(_:)``.
+    ///   - handler: Serves one connection; see `IOListener.serve(_:)`.
     public init(
         _ listener: IOListener,
         gracePeriod: Duration,
