@@ -116,12 +116,25 @@ private let logger = Logger(label: "IOListenerServiceTests") { _ in SwiftLogNoOp
 
 /// Bytes far larger than the socket buffers: a write of them is in flight while the client
 /// does not read.
-private let largeReply = [UInt8]((0..<(16 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+///
+/// Filled by a plain loop into uninitialized storage: built with `map` over a range it took
+/// tens of seconds under ThreadSanitizer on a busy machine, and, made lazily on first use
+/// inside a handler, held the ring (and the test's deadlines) meanwhile. The tests touch it
+/// before they start their listener.
+private let largeReply = [UInt8](unsafeUninitializedCapacity: 16 << 20) { buffer, initialized in
+    var value: UInt8 = 3
+    for index in 0..<buffer.count {
+        buffer[index] = value
+        value &+= 7
+    }
+    initialized = buffer.count
+}
 
 @Suite("IOListenerService", .enabled(if: ringIsAvailable, "io_uring is unavailable here"))
 struct IOListenerServiceTests {
     @Test("async listener: graceful shutdown lets a large write finish, closes the idle connection, run() returns")
     func gracefulShutdownAsync() async throws {
+        _ = largeReply.count  // made now, not inside a handler
         let rings = try RingLoopGroup(count: 1, entries: 64)
         defer { rings.shutdown() }
         let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings)
@@ -176,6 +189,7 @@ struct IOListenerServiceTests {
 
     @Test("handler listener: graceful shutdown closes the connections; cancellation stops at once")
     func handlerListener() async throws {
+        _ = largeReply.count  // made now, not inside a handler on the ring
         let rings = try RingLoopGroup(count: 1, entries: 64)
         defer { rings.shutdown() }
         for cancel in [false, true] {
