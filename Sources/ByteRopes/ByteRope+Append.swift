@@ -19,7 +19,12 @@ extension ByteRope {
     /// - Complexity: O(log *r*) for *r* regions in the result. Appending a rope of one or two
     ///   regions to a rope this value owns alone is amortized O(1) in allocations, so an
     ///   append loop is linear.
-    public mutating func append(_ other: ByteRope) {
+    public mutating func append(_ other: consuming ByteRope) {
+        if self.isEmpty {
+            // The other rope moves in: nothing retained, nothing released.
+            self = other
+            return
+        }
         switch other._repr {
         case .empty:
             return

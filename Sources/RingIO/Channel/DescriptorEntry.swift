@@ -427,9 +427,8 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     func takeReceived(upTo maximum: Int) -> ByteRope {
         self.core.assertOnRingThread()
         if self.carry.count <= maximum {
-            let taken = self.carry
-            self.carry = ByteRope()
-            return taken
+            // Moved out, not copied: no retain and release of the regions' owners.
+            return exchange(&self.carry, with: ByteRope())
         }
         let taken = self.carry.subrange(0..<maximum)
         self.carry = self.carry.subrange(maximum...)

@@ -271,19 +271,20 @@ internal class _Operation: RingOperationTarget {
     /// allocates nothing per call and its calls never overlap, even on a concurrent
     /// `DispatchQueue`. A read's bytes that arrive while its previous call still waits join
     /// that call (up to the high water mark): one handler call per batch of completions.
-    final func deliver(done: Bool, data: ByteRope?, error: Errno?) {
+    final func deliver(done: Bool, data: consuming ByteRope?, error: Errno?) {
         self.entry.core.assertOnRingThread()
         if let awaiting = self.awaiting {
             self.resume(awaiting, done: done, data: data, error: error)
             return
         }
-        if self.countsHeldBytes, let data, !data.isEmpty {
-            self.heldBytes.add(data.count, ordering: .relaxed)
+        if self.countsHeldBytes, let count = data?.count, count > 0 {
+            self.heldBytes.add(count, ordering: .relaxed)
         }
-        let call = _HandlerCall(done: done, data: data, error: error)
+        // Moved into the call, then into the list: no copy of the rope on the way.
+        var call: _HandlerCall? = _HandlerCall(done: done, data: data, error: error)
         let mergeLimit = self.mergesDeliveries ? self.highWater : 0
         let mustSchedule = self.calls.withLock { calls in
-            calls.append(call, mergingUpTo: mergeLimit)
+            calls.append(call.take()!, mergingUpTo: mergeLimit)
             if calls.running { return false }
             calls.running = true
             return true
@@ -379,13 +380,17 @@ internal class _Operation: RingOperationTarget {
     /// a time (the `running` flag), so `draining` needs no lock of its own.
     final func runDelivered() {
         var ranFinal = false
+        // Calls are swapped into `call` and their ropes moved out to the handler: no copy.
+        var call = _HandlerCall(done: false, data: nil, error: nil)
         while true {
-            let first = self.calls.withLock { calls in
-                calls.take(restInto: &self.draining)
+            let took = self.calls.withLock { calls in
+                calls.take(into: &call, restInto: &self.draining)
             }
-            guard let first else { break }
-            ranFinal = self.run(first) || ranFinal
-            for call in self.draining { ranFinal = self.run(call) || ranFinal }
+            guard took else { break }
+            ranFinal = self.run(&call) || ranFinal
+            for index in self.draining.indices {
+                ranFinal = self.run(&self.draining[index]) || ranFinal
+            }
             self.draining.removeAll(keepingCapacity: true)
         }
         // On the ring thread (its queue is its ring), the end of its life on the ring side:
@@ -398,10 +403,14 @@ internal class _Operation: RingOperationTarget {
 
     /// Runs one handler call; returns whether it was the final one.
     @inline(__always)
-    private func run(_ call: _HandlerCall) -> Bool {
-        self.handler(call.done, call.data, call.error)
-        if self.countsHeldBytes, !call.rope.isEmpty {
-            self.release(call.rope.count)
+    private func run(_ call: inout _HandlerCall) -> Bool {
+        let count = call.rope.count
+        // The rope moves from the call into the handler's argument (the call keeps an empty
+        // one): no copy.
+        let rope = exchange(&call.rope, with: ByteRope())
+        self.handler(call.done, call.hasData ? rope : nil, call.error)
+        if self.countsHeldBytes, count > 0 {
+            self.release(count)
         }
         return call.done
     }
@@ -503,11 +512,17 @@ internal struct _HandlerCall: Sendable {
     let hasData: Bool
     var rope: ByteRope
 
-    init(done: Bool, data: ByteRope?, error: Errno?) {
+    init(done: Bool, data: consuming ByteRope?, error: Errno?) {
         self.done = done
-        self.hasData = data != nil
-        self.rope = data ?? ByteRope()
         self.error = error
+        switch consume data {
+        case .some(let rope):
+            self.hasData = true
+            self.rope = rope
+        case .none:
+            self.hasData = false
+            self.rope = ByteRope()
+        }
     }
 
     /// The data as the handler gets it.
@@ -516,40 +531,47 @@ internal struct _HandlerCall: Sendable {
 
 /// The handler calls of one operation waiting for its drain, oldest first. The first waits in
 /// `first`, so an operation with one call (most writes) never allocates an array.
+///
+/// The first call is held with a flag rather than as an optional, and handed out by swapping:
+/// an optional call is copied and destroyed as a whole at each step, a rope moved by a swap is
+/// not retained at all.
 internal struct _HandlerCalls {
-    private var first: _HandlerCall?
+    private var first = _HandlerCall(done: false, data: nil, error: nil)
+    private var hasFirst = false
     private var rest: [_HandlerCall] = []
     /// A drain is scheduled or running; cleared by the drain when it finds nothing left.
     var running = false
 
     /// Appends `call`. A data call (not final, no error, some bytes) joins the last waiting
     /// data call when their bytes together are at most `mergeLimit` (0: never).
-    mutating func append(_ call: _HandlerCall, mergingUpTo mergeLimit: Int) {
+    mutating func append(_ call: consuming _HandlerCall, mergingUpTo mergeLimit: Int) {
         if mergeLimit > 0, Self.isDataCall(call) {
-            let data = call.rope
             if !self.rest.isEmpty {
-                if Self.merge(data, into: &self.rest[self.rest.count - 1], limit: mergeLimit) { return }
-            } else if self.first != nil {
-                if Self.merge(data, into: &self.first!, limit: mergeLimit) { return }
+                if Self.merge(call.rope, into: &self.rest[self.rest.count - 1], limit: mergeLimit) { return }
+            } else if self.hasFirst {
+                if Self.merge(call.rope, into: &self.first, limit: mergeLimit) { return }
             }
         }
-        if self.first == nil && self.rest.isEmpty {
+        if !self.hasFirst && self.rest.isEmpty {
             self.first = call
+            self.hasFirst = true
         } else {
             self.rest.append(call)
         }
     }
 
-    /// Takes the oldest waiting call and moves the others to `rest` (empty, its storage kept
-    /// for reuse: the two arrays trade places); `nil`, and `running` cleared, when none waits.
-    mutating func take(restInto rest: inout [_HandlerCall]) -> _HandlerCall? {
-        guard let first = self.first else {
+    /// Swaps the oldest waiting call into `call` (whose old value, a spent call, takes its
+    /// place) and moves the others to `rest` (empty, its storage kept for reuse: the two
+    /// arrays trade places); `false`, and `running` cleared, when none waits.
+    mutating func take(into call: inout _HandlerCall, restInto rest: inout [_HandlerCall]) -> Bool {
+        guard self.hasFirst else {
             self.running = false
-            return nil
+            return false
         }
-        self.first = nil
+        self.hasFirst = false
+        swap(&self.first, &call)
         if !self.rest.isEmpty { swap(&self.rest, &rest) }
-        return first
+        return true
     }
 
     private static func isDataCall(_ call: _HandlerCall) -> Bool {

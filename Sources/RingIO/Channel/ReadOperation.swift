@@ -64,17 +64,15 @@ internal class _ReadOperation: _Operation, @unchecked Sendable {
     }
 
     /// Adds bytes read; delivers per the water marks or finishes when `length` is reached.
-    final func accept(_ data: ByteRope) {
+    final func accept(_ data: consuming ByteRope) {
         self.entry.core.assertOnRingThread()
         guard !data.isEmpty else { return }
-        self.pending.append(data)
         self.received += data.count
+        self.pending.append(data)
         if self.received >= self.length {
             // Length satisfied: one final call with the rest (R34), in high-water pieces.
             while self.pending.count > self.highWater { self.deliverPiece() }
-            let rest = self.pending
-            self.pending = ByteRope()
-            self.deliver(done: true, data: rest, error: nil)
+            self.deliver(done: true, data: exchange(&self.pending, with: ByteRope()), error: nil)
             self.finish()
         } else {
             self.deliverReady()
@@ -96,9 +94,7 @@ internal class _ReadOperation: _Operation, @unchecked Sendable {
     private func deliverPiece() {
         let count = min(self.pending.count, self.highWater)
         if count == self.pending.count {
-            let piece = self.pending
-            self.pending = ByteRope()
-            self.deliver(done: false, data: piece, error: nil)
+            self.deliver(done: false, data: exchange(&self.pending, with: ByteRope()), error: nil)
         } else {
             let piece = self.pending.subrange(0..<count)
             self.pending = self.pending.subrange(count...)
@@ -246,9 +242,7 @@ internal final class _StreamReadOperation: _ReadOperation, @unchecked Sendable {
     func wouldBlock() {
         self.entry.core.assertOnRingThread()
         guard !self.isFinished else { return }
-        let rest = self.pending
-        self.pending = ByteRope()
-        self.deliver(done: true, data: rest, error: nil)
+        self.deliver(done: true, data: exchange(&self.pending, with: ByteRope()), error: nil)
         self.finish()
     }
 }
