@@ -157,9 +157,10 @@ public struct HTTPResponseWriter: Sendable {
         inlining body: ByteRope,
         capacity: Int
     ) -> ByteRope {
-        // What the head needs, taken out before the closure: it captures no response.
+        // What the head needs, taken out before the closure, except the header fields: read
+        // through the borrowed response, they are not copied (a copy of `HTTPHeaders` goes
+        // through value-witness calls).
         let code = response.status.code
-        let headers = response.headers
         let closes = response.closeConnection || !facts.keepAlive
         // No Content-Length in 1xx and 204 (RFC 9110 §8.6); in 304 only when given.
         let contentLength: Int? =
@@ -192,7 +193,7 @@ public struct HTTPResponseWriter: Sendable {
                     break
                 }
             }
-            out.writeLines(of: headers)
+            out.writeLines(of: response.headers)
             if let contentLength {
                 out.write("Content-Length: ")
                 out.writeDecimal(contentLength)
