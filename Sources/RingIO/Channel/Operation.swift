@@ -524,9 +524,6 @@ internal struct _HandlerCall: Sendable {
             self.rope = ByteRope()
         }
     }
-
-    /// The data as the handler gets it.
-    var data: ByteRope? { self.hasData ? self.rope : nil }
 }
 
 /// The handler calls of one operation waiting for its drain, oldest first. The first waits in
