@@ -17,6 +17,51 @@ import Glibc
 
 @Suite("IOChannel: close, stop, barrier (R53–R58)", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct ChannelCloseTests {
+    // MARK: A ring that shuts down with channels open
+
+    @Test(
+        "a ring's shutdown closes the channels still open on it: reads end with ECANCELED, cleanup handlers run, a path channel's descriptor is closed",
+        arguments: QueueKind.allCases
+    )
+    func ringShutdownClosesOpenChannels(_ queue: QueueKind) throws {
+        let (left, right) = try makeSocketPair()
+        defer {
+            close(left)
+            close(right)
+        }
+        let directory = try TemporaryDirectory()
+        let path = try directory.create("file", bytes("contents"))
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let streamCleanup = context.cleanupLog()
+        let stream = context.channel(.stream, left, cleanup: streamCleanup)
+        let fileCleanup = context.cleanupLog()
+        let file = try context.channel(.randomAccess, path: path, mode: .readOnly, cleanup: fileCleanup)
+        let opened = context.read(file, length: 8)  // opens the file, on the ring
+        opened.expectFinished()
+        #expect(opened.bytes == bytes("contents"))
+        #expect(openDescriptorTargets().contains { $0.hasSuffix(" \(path)") }, "the file is not open")
+        let read = context.read(stream, length: 100)  // waits for bytes that never come
+        #expect(read.waitForCalls(0))
+
+        context.ring.shutdown()
+        read.expectFinished()
+        #expect(read.final?.error == .canceled)
+        streamCleanup.expectOnce(nil)
+        fileCleanup.expectOnce(nil)
+        #expect(
+            !openDescriptorTargets().contains { $0.hasSuffix(" \(path)") },
+            "the path channel's descriptor is still open"
+        )
+        #expect(stream.fileDescriptor == -1)
+        #expect(file.fileDescriptor == -1)
+        // Closing them afterwards changes nothing.
+        stream.close()
+        file.close(flags: .stop)
+        settle()
+        #expect(streamCleanup.calls.count == 1 && fileCleanup.calls.count == 1)
+    }
+
     // MARK: close() and close(.stop)
 
     @Test(

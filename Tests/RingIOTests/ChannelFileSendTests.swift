@@ -433,14 +433,17 @@ struct ChannelFileSendTests {
             queue: fixture.ring
         ) { _ in }
         #expect(fixture.send(from: notADirectory, offset: 0, length: 500).final()?.error == .notDirectory)
-        // A source whose ring has shut down cannot lend its descriptor: ECANCELED, no hang.
-        // (Made after the shutdown: a channel a ring took in before it shut down, and closed
-        // after, is never cleaned up — its entry and state hold each other and the ring;
-        // LeakSanitizer reports them.)
+        // A source whose ring has shut down cannot lend its descriptor: ECANCELED, no hang —
+        // made before the shutdown (the ring closed it as it exited) or after (it never
+        // reached the ring).
         let goneRing = try RingLoop()
-        goneRing.shutdown()
         let orphan = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: goneRing) { _ in }
+        goneRing.shutdown()
+        let lateOrphan = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: goneRing) {
+            _ in
+        }
         #expect(fixture.send(from: orphan, offset: 0, length: 500).final()?.error == .canceled)
+        #expect(fixture.send(from: lateOrphan, offset: 0, length: 500).final()?.error == .canceled)
         // The channel goes on.
         #expect(writeAndWait(fixture.channel, "fine", queue: fixture.queue) == .some(nil))
         #expect(readExactly(client, 4) == bytes("fine"))

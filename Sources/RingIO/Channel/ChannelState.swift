@@ -351,6 +351,13 @@ internal final class _ChannelState: @unchecked Sendable {
         self.finishIfDone()
     }
 
+    /// Closes and stops the channel as its ring exits (``_DescriptorEntry/closeForRingExit()``).
+    func closeForRingExit() {
+        self.closeRequested.store(true, ordering: .releasing)
+        self.descriptor.store(-1, ordering: .releasing)
+        self.close(stop: true)
+    }
+
     /// Called by an operation after its final handler call is on its way.
     func operationFinished(_ operation: _Operation) {
         self.entry?.core.assertOnRingThread()

@@ -130,6 +130,20 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     func attach(_ channel: _ChannelState) {
         self.core.assertOnRingThread()
         self.channels.append(channel)
+        if !self.finished { self.core.openEntries[ObjectIdentifier(self)] = self }
+    }
+
+    /// The ring is exiting with this entry's channels open (``_RingCore``): set once it has
+    /// stopped them.
+    private(set) var closingForRingExit = false
+
+    /// Closes and stops every channel of this entry, as the ring exits: their operations end
+    /// with ECANCELED, then the entry finishes as after any last close (the descriptor, when
+    /// opened from a path, is closed; the cleanup handlers run).
+    func closeForRingExit() {
+        self.core.assertOnRingThread()
+        self.closingForRingExit = true
+        for channel in self.channels { channel.closeForRingExit() }
     }
 
     /// An error every new operation ends with at once: EBADF poisoning, a failed open (R28).
@@ -162,6 +176,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         }
         if case .opening = self.openState { return }
         self.finished = true
+        self.core.openEntries[ObjectIdentifier(self)] = nil
         self.awaitingBuffers = false
         if self.path != nil, self.fd >= 0 {
             let fd = self.fd

@@ -91,6 +91,9 @@ internal final class _RingCore: @unchecked Sendable {
     private var cancelAllInFlight = false
     /// Operations outlived the last cancel-all: time to issue another (stopping).
     private var cancelAllRetryDue = false
+    /// The descriptor entries with channels on this ring that are not finished (see
+    /// `_DescriptorEntry.attach` and `finishIfIdle`): the ring closes their channels as it exits.
+    @exclusivity(unchecked) internal var openEntries: [ObjectIdentifier: _DescriptorEntry] = [:]
     /// The ring's executors, held while the thread may run their jobs and let go when it exits:
     /// they hold the core, so this breaks the cycle.
     private var executors: (task: RingTaskExecutor, serial: RingSerialExecutor)?
@@ -628,6 +631,11 @@ internal final class _RingCore: @unchecked Sendable {
                 self.submittedSinceCancelAll = false
             }
             if self.cancelAllIssued && self.inFlight == 0 && self.localJobs.isEmpty && self.inbox.isEmpty {
+                // Channels still open: closed (stopped) here, so that their descriptors opened
+                // from a path are closed and their cleanup handlers run — after the ring there
+                // is nowhere left to do it, and an entry, its channels and this ring would keep
+                // each other alive. Then round again for what that starts.
+                if self.closeOpenEntries() { continue }
                 if self.exited.load(ordering: .relaxed) { break }
                 // From now on other threads keep their jobs (see `enqueue`). Those pushed
                 // before they saw this, and whatever they start (a task resumed by a cancelled
@@ -647,6 +655,8 @@ internal final class _RingCore: @unchecked Sendable {
             self.flushDispatchBatches()
         }
         self.flushDispatchBatches()
+        // An entry that could not finish (none should be left) is let go of: it holds the ring.
+        self.openEntries.removeAll()
         // Timers still armed never fire: their targets go (no cycle through the core is left).
         self.timers.removeAll()
         self.spareTimerTimeouts.removeAll()
@@ -656,6 +666,14 @@ internal final class _RingCore: @unchecked Sendable {
         _POSIX.close(self.eventFD)
         self.executors = nil
         self.ringThreadID.store(0, ordering: .releasing)
+    }
+
+    /// Stops every channel of the entries still open on this ring (exiting, nothing in
+    /// flight); returns whether there was any.
+    private func closeOpenEntries() -> Bool {
+        let entries = self.openEntries.values.filter { !$0.closingForRingExit }
+        for entry in entries { entry.closeForRingExit() }
+        return !entries.isEmpty
     }
 
     /// Runs the jobs from other threads and those the ring gave itself before this turn; jobs

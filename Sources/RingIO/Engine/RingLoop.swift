@@ -165,6 +165,12 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     /// Cancels every operation in flight, delivers their final completions, stops the thread
     /// and waits for it. Idempotent.
     ///
+    /// Channels still open on the ring are closed as it exits, as by `close(flags: .stop)`:
+    /// their operations end with ECANCELED, a descriptor the channel opened from a path is
+    /// closed, and each channel's cleanup handler runs (on its queue; one given this ring runs
+    /// on the ring thread before it exits). A channel made on the ring once its shutdown has
+    /// begun may never reach it: its operations end with ECANCELED.
+    ///
     /// - Precondition: Not called on this ring's own thread (it cannot wait for itself).
     public func shutdown() {
         precondition(!self.core.isRingThread, "RingLoop.shutdown() called on the ring's own thread")
