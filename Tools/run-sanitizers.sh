@@ -58,8 +58,18 @@ status=0
 # ExamplesTests is skipped: the example servers end on SIGTERM with objects of their own still
 # alive (a server and its signal sources' handlers hold each other), which LeakSanitizer
 # reports at their exit; see Tools/sanitizers/README.md.
+#
+# RingIOServiceLifecycleTests run on their own, after the rest: a ServiceGroup is an actor, so
+# its work runs on the cooperative pool, which the suite's synchronous tests hold (two threads
+# on a 2-core machine) for tens of seconds under a sanitizer. In the parallel run the service
+# tests' shutdowns waited past their bounds (three CI runs in a row, each time in a service
+# test); alone they pass. The plain `swift test` runs them with the rest.
 swift test --skip-build --disable-xctest --sanitize="$mode" --scratch-path "$scratch" \
-    --skip ExamplesTests "$@" || status=$?
+    --skip ExamplesTests --skip RingIOServiceLifecycleTests "$@" || status=$?
+if [ $# -eq 0 ] && [ "$status" -eq 0 ]; then
+    swift test --skip-build --disable-xctest --sanitize="$mode" --scratch-path "$scratch" \
+        --filter RingIOServiceLifecycleTests || status=$?
+fi
 echo "tests ran in $(($(date +%s) - start)) s (exit status $status)"
 
 reports=("$logs"/report.*)
