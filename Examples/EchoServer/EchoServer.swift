@@ -45,7 +45,9 @@ struct EchoServer: ParsableCommand {
             connection: --queue), or by a task per connection on the ring that accepted it \
             (--api async).
 
-            On start the server prints "echo-server listening on HOST:PORT". SIGINT or \
+            On start the server prints "echo-server listening on HOST:PORT", then the \
+            engine it runs on and why (io_uring, or epoll where io_uring is refused; \
+            RINGIO_BACKEND=io_uring|epoll forces one). SIGINT or \
             SIGTERM: stop accepting, let the writes in flight finish (at most \
             --drain-seconds), close every connection, exit 0.
             """
@@ -154,6 +156,7 @@ struct EchoServer: ParsableCommand {
         // whoever started the server may signal it as soon as it reads the port.
         let announce = ClosureService {
             print("echo-server listening on \(listener.localAddresses.joined(separator: ", "))")
+            print("echo-server engine: \(group.backend) (\(group.backendReason))")
             fflush(nil)  // at once, also into a pipe
             try? await gracefulShutdown()
         }

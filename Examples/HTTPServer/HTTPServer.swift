@@ -54,7 +54,8 @@ struct HTTPServer: ParsableCommand {
             Connections are served by completion handlers (--api handlers, on the ring or a \
             DispatchQueue per connection: --queue) or by a task per connection on the ring \
             that accepted it (--api async). Prints "http-server listening on HOST:PORT" \
-            first. SIGINT or SIGTERM: stop accepting, finish what is in flight (at most \
+            first, then the engine it runs on and why (io_uring, or epoll where io_uring is \
+            refused; RINGIO_BACKEND=io_uring|epoll forces one). SIGINT or SIGTERM: stop accepting, finish what is in flight (at most \
             --drain-seconds), exit 0.
             """
     )
@@ -139,6 +140,7 @@ struct HTTPServer: ParsableCommand {
         // Announced once the group traps SIGINT and SIGTERM (its services start then).
         let announce = ClosureService {
             print("http-server listening on \(listener.localAddresses.joined(separator: ", "))")
+            print("http-server engine: \(group.backend) (\(group.backendReason))")
             fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
             try? await gracefulShutdown()
         }

@@ -58,4 +58,46 @@ static const int CLiburing_F_GETPIPE_SZ = 1032;
 // syscall(2) is not callable from Swift either way).
 static inline int CLiburing_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
+// MARK: The readiness engine (Sources/RingIO/Engine/Readiness*.swift)
+//
+// The calls below are declared by glibc only with _GNU_SOURCE (kept off above), or not at all:
+// each is the raw system call, on 64-bit Linux (x86_64, aarch64), where an offset is one
+// register (the high half the kernel takes for 32-bit targets is 0).
+
+// preadv2/pwritev2 with RWF_NOWAIT: a read or write that fails with EAGAIN instead of waiting
+// (offset -1: the file position).
+static inline ssize_t CLiburing_preadv2(int fd, const struct iovec *iov, int count, int64_t offset, int flags) {
+    return (ssize_t)syscall(SYS_preadv2, fd, iov, count, (long)offset, 0L, flags);
+}
+static inline ssize_t CLiburing_pwritev2(int fd, const struct iovec *iov, int count, int64_t offset, int flags) {
+    return (ssize_t)syscall(SYS_pwritev2, fd, iov, count, (long)offset, 0L, flags);
+}
+// accept4(2) with SOCK_CLOEXEC.
+static inline int CLiburing_accept_cloexec(int fd) {
+    return (int)syscall(SYS_accept4, fd, (void *)0, (void *)0, SOCK_CLOEXEC);
+}
+// splice(2); an offset of -1 means "the descriptor's position" (a NULL offset pointer).
+static inline ssize_t CLiburing_splice(int input, int64_t inputOffset, int output, int64_t outputOffset,
+                                       size_t length, unsigned flags) {
+    int64_t in = inputOffset, out = outputOffset;
+    return (ssize_t)syscall(SYS_splice, input, inputOffset < 0 ? (int64_t *)0 : &in,
+                            output, outputOffset < 0 ? (int64_t *)0 : &out, length, flags);
+}
+static const unsigned CLiburing_SPLICE_F_NONBLOCK = 2;  // include/uapi/linux/splice.h
+static const unsigned CLiburing_EPOLLET = EPOLLET;
+
+// A provided-buffer ring read from user space, as the kernel reads it: the next buffer the
+// application published (`*head` is the consumer's position, the caller's own), or false
+// when none is (the tail, in the union over bufs[0], is the application's release store).
+static inline bool CLiburing_buf_ring_peek(struct io_uring_buf_ring *ring, uint16_t head, unsigned mask,
+                                           void **address, unsigned *length, uint16_t *id) {
+    uint16_t tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    if (head == tail) return false;
+    struct io_uring_buf *buffer = &ring->bufs[head & mask];
+    *address = (void *)(uintptr_t)buffer->addr;
+    *length = buffer->len;
+    *id = buffer->bid;
+    return true;
+}
+
 #endif

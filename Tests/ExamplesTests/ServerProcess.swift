@@ -16,7 +16,7 @@ import Glibc
 /// Whether io_uring can be set up here: the example servers cannot start without it, so their
 /// suites skip cleanly where it is refused (a default container's seccomp profile).
 let ringSetUpError = _RingIOTesting.ringSetUpError()
-let ringUnavailableReason: Comment = "io_uring is unavailable here: \(ringSetUpError.map { "\($0)" } ?? "")"
+let ringUnavailableReason: Comment = "no RingIO loop can be set up here: \(ringSetUpError.map { "\($0)" } ?? "")"
 
 /// An example server started as a child process on port 0; its port is read from the first
 /// line it prints ("… listening on HOST:PORT…").

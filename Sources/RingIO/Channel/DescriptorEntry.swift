@@ -183,6 +183,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
             self.fd = -1
             self.core.submit(.close(fd: fd), target: self, context: Tag.close)
         } else {
+            if self.fd >= 0 { self.core.releaseDescriptor(self.fd) }  // the owner closes it next
             self.runCleanups()
         }
     }

@@ -343,6 +343,16 @@ internal enum _POSIX {
         precondition(result == 0, "RingIO: pthread_sigmask failed: \(Errno(rawValue: result))")
     }
 
+    /// Blocks every signal for the calling thread (a thread that only makes blocking calls
+    /// for others: a signal meant for the process must not interrupt them with EINTR, nor run
+    /// a handler there). The corresponding C functions are `sigfillset` and `pthread_sigmask`.
+    internal static func blockAllSignals() {
+        var mask = sigset_t()
+        sigfillset(&mask)
+        let result = pthread_sigmask(SIG_BLOCK, &mask, nil)
+        precondition(result == 0, "RingIO: pthread_sigmask failed: \(Errno(rawValue: result))")
+    }
+
     /// Installs `handler` for `signal` (with `SA_RESTART`, nothing blocked during it) and
     /// returns the action it replaces, for ``restoreSignalAction(_:_:)``. The corresponding C
     /// functions are `sigemptyset` and `sigaction`.

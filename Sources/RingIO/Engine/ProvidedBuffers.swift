@@ -42,14 +42,14 @@ internal final class _ProvidedBuffers {
     /// Buffer ids on loan to ropes.
     @exclusivity(unchecked) private var onLoan: [UInt16] = []
 
-    internal init(uring: _URing, group: UInt16, bufferCount: Int, bufferSize: Int) throws(Errno) {
+    internal init(backend: _Backend, group: UInt16, bufferCount: Int, bufferSize: Int) throws(Errno) {
         precondition(bufferCount > 0 && bufferCount <= 32_768 && bufferCount & (bufferCount - 1) == 0)
         self.group = group
         self.bufferCount = bufferCount
         self.bufferSize = bufferSize
         let memory = try _BufferMemory(byteCount: bufferCount * bufferSize)
         self.memory = memory
-        self.handle = try uring.registerBufferRing(entries: UInt16(bufferCount), group: group)
+        self.handle = try backend.registerBufferRing(entries: UInt16(bufferCount), group: group)
         self.owners = ContiguousArray((0..<bufferCount).map { _ in _ProvidedBufferOwner(memory) })
         for id in 0..<bufferCount {
             self.handle.stage(self.address(of: UInt16(id)), length: bufferSize, id: UInt16(id), offset: id)
@@ -58,8 +58,8 @@ internal final class _ProvidedBuffers {
     }
 
     /// Unregisters the ring. Buffers on loan stay valid until their ropes are gone.
-    internal func close(uring: _URing) {
-        uring.unregisterBufferRing(self.handle)
+    internal func close(backend: _Backend) {
+        backend.unregisterBufferRing(self.handle)
     }
 
     private func address(of id: UInt16) -> UnsafeMutableRawPointer {

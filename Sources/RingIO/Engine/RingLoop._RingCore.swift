@@ -60,7 +60,9 @@ internal final class _RingCore: @unchecked Sendable {
     // loops over job and completion arrays use indices for that reason). The whole test suite
     // passed with these checks on (debug builds trap on a violation) before they were turned
     // off; a new overlapping access to one of these properties would not be caught.
-    @exclusivity(unchecked) private var uring: _URing
+    @exclusivity(unchecked) private var backend: _Backend
+    /// Which engine the ring runs on, and why.
+    internal let backendSelection: _BackendSelection
     @exclusivity(unchecked) private var slots: ContiguousArray<_Slot> = []
     @exclusivity(unchecked) private var freeSlots: [UInt32] = []
     @exclusivity(unchecked) private var inFlight = 0
@@ -107,20 +109,28 @@ internal final class _RingCore: @unchecked Sendable {
     /// The earliest deadline of the kernel timeouts in flight; `Int64.max` when none is.
     private var armedTimerDeadline = Int64.max
 
-    private init(uring: _URing, eventFD: CInt, receiveBufferCount: Int, receiveBufferSize: Int) {
-        self.uring = uring
+    private init(
+        backend: _Backend,
+        selection: _BackendSelection,
+        eventFD: CInt,
+        receiveBufferCount: Int,
+        receiveBufferSize: Int
+    ) {
+        self.backend = backend
+        self.backendSelection = selection
         self.eventFD = eventFD
         self.receiveBufferCount = receiveBufferCount
         self.receiveBufferSize = receiveBufferSize
-        let flags = uring.setupFlags
+        let flags = backend.setupFlags
         self.setup = RingLoop.Setup(
-            submissionEntries: uring.submissionEntries,
-            completionEntries: uring.completionEntries,
+            submissionEntries: backend.submissionEntries,
+            completionEntries: backend.completionEntries,
             deferredTaskRun: flags & IORING_SETUP_DEFER_TASKRUN != 0,
             cooperativeTaskRun: flags & IORING_SETUP_COOP_TASKRUN != 0,
-            noDrop: uring.features & IORING_FEAT_NODROP != 0
+            noDrop: backend.features & IORING_FEAT_NODROP != 0
         )
-        self.ready = _TurnBuffer(capacity: Int(uring.completionEntries))
+        if case .readiness(let engine) = backend { engine.persistentFD = eventFD }
+        self.ready = _TurnBuffer(capacity: Int(backend.completionEntries))
         self.exitQueue = DispatchQueue(label: "RingIO.ring-exited.serial-executor")
         self.exitQueue.setSpecific(key: Self.exitQueueKey, value: UInt(bitPattern: ObjectIdentifier(self)))
     }
@@ -137,12 +147,14 @@ internal final class _RingCore: @unchecked Sendable {
         entries: UInt32,
         receiveBufferCount: Int,
         receiveBufferSize: Int,
+        backend: RingLoop.Backend?,
         forcedFailure: Errno?
     ) throws(RingSetupError) -> _RingCore {
         let handshake = _StartHandshake(
             entries: entries,
             receiveBufferCount: receiveBufferCount,
             receiveBufferSize: receiveBufferSize,
+            backend: backend,
             forcedFailure: forcedFailure
         )
         let context = Unmanaged.passRetained(handshake).toOpaque()
@@ -170,24 +182,25 @@ internal final class _RingCore: @unchecked Sendable {
 
     private static func threadMain(_ handshake: _StartHandshake) {
         let core: _RingCore
-        do throws(Errno) {
-            if let forced = handshake.forcedFailure { throw forced }
-            let uring = try _URing(entries: handshake.entries, cqMultiple: 4)
+        do throws(RingSetupError) {
+            if let forced = handshake.forcedFailure { throw RingSetupError(errno: forced) }
+            let (backend, selection) = try _Backend.make(entries: handshake.entries, forced: handshake.backend)
             let eventFD: CInt
             do throws(Errno) {
                 eventFD = try _EventFD.make()
             } catch {
-                uring.close()
-                throw error
+                backend.close()
+                throw RingSetupError(errno: error)
             }
             core = _RingCore(
-                uring: uring,
+                backend: backend,
+                selection: selection,
                 eventFD: eventFD,
                 receiveBufferCount: handshake.receiveBufferCount,
                 receiveBufferSize: handshake.receiveBufferSize
             )
         } catch {
-            handshake.outcome = .failure(RingSetupError(errno: error))
+            handshake.outcome = .failure(error)
             handshake.done.signal()
             return
         }
@@ -350,8 +363,18 @@ internal final class _RingCore: @unchecked Sendable {
     internal func submit(_ request: RingRequest, target: any RingOperationTarget, context: UInt64 = 0) -> UInt64 {
         self.assertOnRingThread()
         let userData = self.occupySlot(kind: request.kind, target: target, context: context)
-        request.prepare(self.nextSQE(), userData: userData)
+        self.push(request, userData: userData)
         return userData
+    }
+
+    /// Hands a request to the engine for the next flush: an SQE for io_uring, a queued request
+    /// for the readiness engine.
+    @inline(__always)
+    private func push(_ request: RingRequest, userData: UInt64) {
+        switch self.backend {
+        case .uring: request.prepare(self.nextSQE(), userData: userData)
+        case .readiness(let engine): engine.push(request, userData: userData)
+        }
     }
 
     /// Submits `first` and `second` as a chain (IOSQE_IO_LINK), both for `target`: `second`
@@ -365,6 +388,13 @@ internal final class _RingCore: @unchecked Sendable {
         target: any RingOperationTarget
     ) -> (first: UInt64, second: UInt64) {
         self.assertOnRingThread()
+        if case .readiness(let engine) = self.backend {
+            let firstUserData = self.occupySlot(kind: first.kind, target: target, context: firstContext)
+            engine.push(first, userData: firstUserData, linkedToNext: true)
+            let secondUserData = self.occupySlot(kind: second.kind, target: target, context: secondContext)
+            engine.push(second, userData: secondUserData)
+            return (firstUserData, secondUserData)
+        }
         // Both in one submission: a chain cut by a flush between its entries is no chain.
         self.ensureSubmissionSpace(2)
         let firstUserData = self.occupySlot(kind: first.kind, target: target, context: firstContext)
@@ -393,16 +423,18 @@ internal final class _RingCore: @unchecked Sendable {
 
     /// Flushes the SQ until it has room for `count` entries.
     private func ensureSubmissionSpace(_ count: UInt32) {
-        while self.uring.submissionSpaceLeft < count {
+        guard case .uring(let uring) = self.backend else { return }
+        while uring.submissionSpaceLeft < count {
             self.flushSubmissionQueue()
         }
     }
 
     /// A free SQE; when the SQ is full, flushes it to the kernel first (and, if the kernel
-    /// pushes back because the CQ overflowed, reaps completions to make room).
+    /// pushes back because the CQ overflowed, reaps completions to make room). io_uring only.
     private func nextSQE() -> UnsafeMutablePointer<io_uring_sqe> {
+        guard case .uring(let uring) = self.backend else { preconditionFailure("RingIO: an SQE without io_uring") }
         while true {
-            if let sqe = self.uring.nextSQE() { return sqe }
+            if let sqe = uring.nextSQE() { return sqe }
             self.flushSubmissionQueue()
         }
     }
@@ -411,7 +443,7 @@ internal final class _RingCore: @unchecked Sendable {
     /// because the CQ overflowed, reaps completions to make room.
     private func flushSubmissionQueue() {
         do throws(Errno) {
-            let submitted = try self.uring.submit(wait: false)
+            let submitted = try self.backend.submit(wait: false)
             self.counters.submissions.add(UInt64(submitted), ordering: .relaxed)
         } catch  where error == .resourceBusy || error == .resourceTemporarilyUnavailable {
             self.reapCompletions()
@@ -429,8 +461,7 @@ internal final class _RingCore: @unchecked Sendable {
             self.wakeUpTarget = target
         }
         let userData = self.occupySlot(kind: .wakeUp, target: target, context: 0)
-        RingRequest.read(fd: self.eventFD, buffer: self.wakeBuffer, offset: -1)
-            .prepare(self.nextSQE(), userData: userData)
+        self.push(.read(fd: self.eventFD, buffer: self.wakeBuffer, offset: -1), userData: userData)
     }
 
     fileprivate func wakeUpCompleted(result: Int32) {
@@ -444,7 +475,7 @@ internal final class _RingCore: @unchecked Sendable {
     /// posted (FEAT_NODROP keeps them; the next reap flushes them). For the tests.
     internal var completionQueueHasOverflow: Bool {
         self.assertOnRingThread()
-        return self.uring.hasOverflow
+        return self.backend.hasOverflow
     }
 
     // MARK: Ring thread: timers
@@ -524,6 +555,16 @@ internal final class _RingCore: @unchecked Sendable {
         }
     }
 
+    // MARK: Ring thread: descriptors
+
+    /// The caller is done with `fd` (a channel's entry finished, a listener closes its
+    /// socket, a source was cancelled): the readiness engine lets go of its registration, so
+    /// that the number may name a new file. Nothing for io_uring, which registers nothing.
+    internal func releaseDescriptor(_ fd: CInt) {
+        self.assertOnRingThread()
+        if case .readiness(let engine) = self.backend { engine.forget(fd) }
+    }
+
     // MARK: Ring thread: provided buffers
 
     /// The ring's provided receive buffers, registered on first use (buffer group 0).
@@ -532,7 +573,7 @@ internal final class _RingCore: @unchecked Sendable {
         if let pool = self._providedBuffers { return pool }
         do throws(Errno) {
             let pool = try _ProvidedBuffers(
-                uring: self.uring,
+                backend: self.backend,
                 group: 0,
                 bufferCount: self.receiveBufferCount,
                 bufferSize: self.receiveBufferSize
@@ -660,9 +701,9 @@ internal final class _RingCore: @unchecked Sendable {
         // Timers still armed never fire: their targets go (no cycle through the core is left).
         self.timers.removeAll()
         self.spareTimerTimeouts.removeAll()
-        self._providedBuffers?.close(uring: self.uring)
+        self._providedBuffers?.close(backend: self.backend)
         self._providedBuffers = nil
-        self.uring.close()
+        self.backend.close()
         _POSIX.close(self.eventFD)
         self.executors = nil
         self.ringThreadID.store(0, ordering: .releasing)
@@ -748,7 +789,7 @@ internal final class _RingCore: @unchecked Sendable {
             if !self.inbox.isEmpty { wait = false }
         }
         do throws(Errno) {
-            let submitted = try self.uring.submit(wait: wait)
+            let submitted = try self.backend.submit(wait: wait)
             self.counters.submissions.add(UInt64(submitted), ordering: .relaxed)
         } catch  where error == .resourceBusy || error == .resourceTemporarilyUnavailable {
             // CQ overflow: the reap that follows makes room.
@@ -765,14 +806,14 @@ internal final class _RingCore: @unchecked Sendable {
         var reapedAny = false
         withUnsafeTemporaryAllocation(of: RingCompletion.self, capacity: 64) { buffer in
             while true {
-                let count = self.uring.reap(into: buffer)
+                let count = self.backend.reap(into: buffer)
                 if count == 0 { break }
                 reapedAny = true
                 self.counters.completions.add(UInt64(count), ordering: .relaxed)
                 for completion in buffer[..<count] {
                     self.accept(completion)
                 }
-                if count < buffer.count && !self.uring.hasOverflow { break }
+                if count < buffer.count && !self.backend.hasOverflow { break }
             }
         }
         if reapedAny { self.counters.batches.add(1, ordering: .relaxed) }
@@ -879,14 +920,22 @@ private final class _StartHandshake: @unchecked Sendable {
     let entries: UInt32
     let receiveBufferCount: Int
     let receiveBufferSize: Int
+    let backend: RingLoop.Backend?
     let forcedFailure: Errno?
     let done = DispatchSemaphore(value: 0)
     var outcome: Result<_RingCore, RingSetupError>?
 
-    init(entries: UInt32, receiveBufferCount: Int, receiveBufferSize: Int, forcedFailure: Errno?) {
+    init(
+        entries: UInt32,
+        receiveBufferCount: Int,
+        receiveBufferSize: Int,
+        backend: RingLoop.Backend?,
+        forcedFailure: Errno?
+    ) {
         self.entries = entries
         self.receiveBufferCount = receiveBufferCount
         self.receiveBufferSize = receiveBufferSize
+        self.backend = backend
         self.forcedFailure = forcedFailure
     }
 }

@@ -13,7 +13,10 @@ import SystemPackage
 import Glibc
 #endif
 
-/// One io_uring instance, owned and driven by one thread of its own.
+/// One io_uring instance, owned and driven by one thread of its own — or, where io_uring is
+/// refused (a default container's seccomp profile, `kernel.io_uring_disabled`), the readiness
+/// engine: the same requests and completions over epoll (``Backend``, ``backend``,
+/// ``backendReason``). Everything below holds on either engine.
 ///
 /// The ring thread is the only submitter (the kernel's SINGLE_ISSUER mode where available).
 /// It loops:
@@ -95,28 +98,34 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     ///     two, at most 32,768) on first use. This caps the bytes received and not yet
     ///     released at `receiveBuffers × receiveBufferSize`.
     ///   - receiveBufferSize: The size of each receive buffer.
-    /// - Throws: ``RingSetupError`` naming the cause and the remedy when the kernel refuses
-    ///   io_uring (too old, disabled, seccomp, memory limits).
+    ///   - backend: The engine to run on; `nil` (the default): `RINGIO_BACKEND` when it is set,
+    ///     else io_uring where the kernel allows it and the readiness engine (epoll) where it
+    ///     refuses it (see ``Backend``).
+    /// - Throws: ``RingSetupError`` naming the cause and the remedy when io_uring is forced
+    ///   and refused, or for a resource error (ENOMEM from a low locked-memory limit, EMFILE).
     public convenience init(
         entries: UInt32 = 256,
         receiveBuffers: Int = 256,
-        receiveBufferSize: Int = 16_384
+        receiveBufferSize: Int = 16_384,
+        backend: Backend? = nil
     ) throws(RingSetupError) {
         try self.init(
             entries: entries,
             receiveBuffers: receiveBuffers,
             receiveBufferSize: receiveBufferSize,
+            backend: backend,
             _forcedSetupFailure: nil
         )
     }
 
-    /// As ``init(entries:receiveBuffers:receiveBufferSize:)``, failing set-up with
+    /// As ``init(entries:receiveBuffers:receiveBufferSize:backend:)``, failing set-up with
     /// `_forcedSetupFailure` when it is not `nil` — a test hook for the error path on machines
     /// where io_uring works.
     package init(
         entries: UInt32,
         receiveBuffers: Int = 256,
         receiveBufferSize: Int = 16_384,
+        backend: Backend? = nil,
         _forcedSetupFailure: Errno?
     ) throws(RingSetupError) {
         precondition(
@@ -128,6 +137,7 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
             entries: entries,
             receiveBufferCount: receiveBuffers,
             receiveBufferSize: receiveBufferSize,
+            backend: backend,
             forcedFailure: _forcedSetupFailure
         )
         self.core = core

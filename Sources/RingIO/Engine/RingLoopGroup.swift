@@ -27,22 +27,39 @@ public final class RingLoopGroup: Sendable {
     /// - Parameters:
     ///   - count: How many rings (threads); defaults to the number of online cores.
     ///   - entries: Each ring's submission queue size.
-    /// - Throws: ``RingSetupError`` when the kernel refuses io_uring; rings already set up
-    ///   are shut down again.
+    ///   - backend: The engine the rings run on; `nil` (the default) chooses as
+    ///     ``RingLoop/init(entries:receiveBuffers:receiveBufferSize:backend:)`` does.
+    /// - Throws: ``RingSetupError`` when a ring cannot be set up; rings already set up are
+    ///   shut down again.
     /// - Precondition: `count > 0`.
-    public init(count: Int = RingLoopGroup.onlineCores, entries: UInt32 = 256) throws(RingSetupError) {
+    public init(
+        count: Int = RingLoopGroup.onlineCores,
+        entries: UInt32 = 256,
+        backend: RingLoop.Backend? = nil
+    ) throws(RingSetupError) {
         precondition(count > 0, "RingLoopGroup needs at least one ring")
         var rings: [RingLoop] = []
         rings.reserveCapacity(count)
         for _ in 0..<count {
             do throws(RingSetupError) {
-                rings.append(try RingLoop(entries: entries))
+                rings.append(try RingLoop(entries: entries, backend: backend))
             } catch {
                 for ring in rings { ring.shutdown() }
                 throw error
             }
         }
         self.rings = rings
+    }
+
+    /// The engine the rings run on (see ``RingLoop/Backend``): the first ring's; every ring of a
+    /// group chooses alike.
+    public var backend: RingLoop.Backend {
+        self.rings[0].backend
+    }
+
+    /// Why the rings run on ``backend`` (see ``RingLoop/backendReason``).
+    public var backendReason: String {
+        self.rings[0].backendReason
     }
 
     /// The next ring, round-robin. Any thread; lock-free.

@@ -7,7 +7,12 @@
 
 import SystemPackage
 
-/// io_uring could not be set up: the kernel's answer, with its likely cause and remedy.
+/// A ring could not be set up: the kernel's answer, with its likely cause and remedy.
+///
+/// Where io_uring is refused (EPERM, ENOSYS, EINVAL), a loop runs on the readiness engine
+/// instead (``RingLoop/Backend``): this error then comes only when io_uring is forced
+/// (`RINGIO_BACKEND=io_uring`), when `RINGIO_BACKEND` names no engine, or for a resource
+/// error (ENOMEM, EMFILE), which switching engines would not cure.
 ///
 ///     do {
 ///         let ring = try RingLoop()
@@ -17,13 +22,35 @@ import SystemPackage
 public struct RingSetupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What the kernel answered.
     public let errno: Errno
+    /// Set up the readiness engine (epoll) failed rather than io_uring.
+    private var readiness = false
+    /// `RINGIO_BACKEND`'s value, when it names no engine.
+    private var badBackendName: String?
 
     public init(errno: Errno) {
         self.errno = errno
     }
 
+    internal init(errno: Errno, readiness: Bool) {
+        self.errno = errno
+        self.readiness = readiness
+    }
+
+    internal init(badBackendName: String) {
+        self.errno = .invalidArgument
+        self.badBackendName = badBackendName
+    }
+
     /// The cause and the remedy, in one sentence each.
     public var description: String {
+        if let name = self.badBackendName {
+            return "RINGIO_BACKEND=\(name) names no engine (EINVAL): set it to io_uring or epoll, or unset "
+                + "it to take io_uring where the kernel allows it and epoll elsewhere."
+        }
+        if self.readiness {
+            return "The readiness engine could not be set up (\(self.errno)): epoll_create1 or eventfd "
+                + "failed; close descriptors or raise RLIMIT_NOFILE."
+        }
         switch self.errno {
         case .noFunction:
             return "io_uring is not available (ENOSYS): this kernel is too old or was built without "

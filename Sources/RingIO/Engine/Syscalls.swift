@@ -211,6 +211,13 @@ internal struct _URing {
         _POSIX.deallocate(handle.ring)
     }
 
+    /// The kernel's list of supported operations, to be freed with `io_uring_free_probe`;
+    /// `nil` when the kernel cannot tell (before Linux 5.6). The corresponding liburing call is
+    /// `io_uring_get_probe_ring`.
+    internal func probe() -> UnsafeMutablePointer<io_uring_probe>? {
+        io_uring_get_probe_ring(self.ring)
+    }
+
     /// Whether completions are waiting in the kernel's overflow list.
     internal var hasOverflow: Bool {
         io_uring_cq_has_overflow(self.ring)
@@ -219,9 +226,15 @@ internal struct _URing {
 
 /// A registered provided-buffer ring: where the ring thread hands buffers to the kernel.
 internal struct _BufferRingHandle {
-    fileprivate let ring: UnsafeMutablePointer<io_uring_buf_ring>
-    fileprivate let mask: Int32
+    internal let ring: UnsafeMutablePointer<io_uring_buf_ring>
+    internal let mask: Int32
     internal let group: UInt16
+
+    internal init(ring: UnsafeMutablePointer<io_uring_buf_ring>, mask: Int32, group: UInt16) {
+        self.ring = ring
+        self.mask = mask
+        self.group = group
+    }
 
     /// Stages buffer `id` at `address` for the next `publish`, `offset` entries past the
     /// published tail. The corresponding liburing call is `io_uring_buf_ring_add`.

@@ -687,6 +687,7 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
         self.ring.core.assertOnRingThread()
         guard self.stopping, self.inFlight == 0, !self.socketClosed else { return }
         self.socketClosed = true
+        self.ring.core.releaseDescriptor(self.fd)
         self.socketClosedForStop.withLock { closed in
             _POSIX.close(self.fd)
             closed = true

@@ -1,0 +1,209 @@
+//===----------------------------------------------------------------------===//
+// RingIO — the two engines: which one a loop takes and why, and the same work on each.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import RingIO
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The engines this process can run: the readiness engine always, io_uring where the kernel
+/// allows it.
+let runnableBackends: [RingLoop.Backend] = RingLoop.Backend.allCases.filter {
+    $0 == .epoll || _RingIOTesting.ioUringAvailable
+}
+
+@Suite("RingLoop: the two engines", .enabled(if: ringIsAvailable, ringUnavailableReason))
+struct BackendTests {
+    @Test("a loop forced onto an engine runs on it and says so")
+    func forced() throws {
+        let epoll = try RingLoop(entries: 64, backend: .epoll)
+        defer { epoll.shutdown() }
+        #expect(epoll.backend == .epoll)
+        #expect(epoll.backendReason == "requested by the caller")
+        #expect(epoll.setup.submissionEntries == 64)
+        #expect(epoll.setup.completionEntries == 256)
+        #expect(!epoll.setup.deferredTaskRun && !epoll.setup.cooperativeTaskRun && !epoll.setup.noDrop)
+        if _RingIOTesting.ioUringAvailable {
+            let uring = try RingLoop(entries: 64, backend: .ioUring)
+            defer { uring.shutdown() }
+            #expect(uring.backend == .ioUring)
+            #expect(uring.backendReason == "requested by the caller")
+        }
+        let group = try RingLoopGroup(count: 2, backend: .epoll)
+        defer { group.shutdown() }
+        #expect(group.rings.allSatisfy { $0.backend == .epoll })
+        #expect(group.backend == .epoll)
+    }
+
+    @Test("a default loop takes RINGIO_BACKEND's engine, else io_uring where allowed, else epoll")
+    func defaultChoice() throws {
+        let ring = try RingLoop(entries: 8)
+        defer { ring.shutdown() }
+        let variable = getenv("RINGIO_BACKEND").map { String(cString: $0) } ?? ""
+        switch variable {
+        case "epoll":
+            #expect(ring.backend == .epoll)
+            #expect(ring.backendReason == "RINGIO_BACKEND=epoll")
+        case "io_uring":
+            #expect(ring.backend == .ioUring)
+            #expect(ring.backendReason == "RINGIO_BACKEND=io_uring")
+        default:
+            if _RingIOTesting.ioUringAvailable {
+                #expect(ring.backend == .ioUring)
+                #expect(ring.backendReason == "io_uring is available")
+            } else {
+                // Refused (a seccomp filter, as in a default container; the sysctl): epoll,
+                // with io_uring's own refusal as the reason.
+                #expect(ring.backend == .epoll)
+                #expect(ring.backendReason.contains("io_uring"), "\(ring.backendReason)")
+                #expect(
+                    ring.backendReason.contains("EPERM") || ring.backendReason.contains("ENOSYS"),
+                    "\(ring.backendReason)"
+                )
+            }
+        }
+    }
+
+    @Test("RINGIO_BACKEND: each name forces its engine; a name of no engine fails set-up, clearly")
+    func environment() async {
+        await #expect(processExitsWith: .success) {
+            setenv("RINGIO_BACKEND", "epoll", 1)
+            let epoll = try RingLoop(entries: 4)
+            #expect(epoll.backend == .epoll)
+            epoll.shutdown()
+            setenv("RINGIO_BACKEND", "kqueue", 1)
+            #expect {
+                _ = try RingLoop(entries: 4)
+            } throws: { error in
+                let error = try #require(error as? RingSetupError)
+                return error.errno == .invalidArgument && "\(error)".contains("RINGIO_BACKEND=kqueue names no engine")
+            }
+            // The parameter wins over the variable.
+            let forced = try RingLoop(entries: 4, backend: .epoll)
+            #expect(forced.backend == .epoll)
+            forced.shutdown()
+        }
+    }
+
+    @Test(
+        "the same stream work on either engine: bytes both ways, EOF, a timer, an accept",
+        arguments: runnableBackends
+    )
+    func sameWork(_ backend: RingLoop.Backend) throws {
+        let ring = try RingLoop(entries: 64, backend: backend)
+        defer { ring.shutdown() }
+        var pair: [CInt] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let (local, peer) = (pair[0], pair[1])
+        defer { close(peer) }
+        let done = DispatchSemaphore(value: 0)
+        let channel = IOChannel(kind: .stream, fileDescriptor: local, queue: ring) { _ in
+            close(local)
+            done.signal()
+        }
+        // Bytes in: more than a receive buffer, then EOF.
+        let sent = patternBytes(100_000, seed: 7)
+        DispatchQueue.global().async {
+            var offset = 0
+            while offset < sent.count {
+                let written = sent[offset...].withUnsafeBytes { write(peer, $0.baseAddress, $0.count) }
+                guard written > 0 else { return }
+                offset += written
+            }
+            shutdown(peer, Int32(SHUT_WR))
+        }
+        let received = _Lock<[UInt8]>([])
+        let ended = DispatchSemaphore(value: 0)
+        channel.read(offset: 0, length: .max, queue: ring) { isDone, data, error in
+            if let data { received.withLock { $0 += Array(data) } }
+            if isDone {
+                #expect(error == nil)
+                ended.signal()
+            }
+        }
+        #expect(wait(ended))
+        #expect(received.withLock { $0 } == sent)
+        // Bytes out.
+        let wrote = DispatchSemaphore(value: 0)
+        channel.write(offset: 0, data: ByteRope(copying: bytes("pong")), queue: ring) { isDone, _, error in
+            if isDone {
+                #expect(error == nil)
+                wrote.signal()
+            }
+        }
+        #expect(wait(wrote))
+        #expect(readExactly(peer, 4) == bytes("pong"))
+        channel.close()
+        #expect(wait(done))
+
+        // A timer.
+        let fired = DispatchSemaphore(value: 0)
+        let timer = IOSource.makeTimerSource(queue: ring)
+        timer.setEventHandler { fired.signal() }
+        timer.schedule(after: .milliseconds(5))
+        timer.resume()
+        #expect(wait(fired))
+        timer.cancel()
+
+        // An accept.
+        let accepted = DispatchSemaphore(value: 0)
+        let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring, queue: ring) { event in
+            if case .accepted(let connection) = event {
+                connection.channel.close()
+                accepted.signal()
+            }
+        }
+        defer { listener.close() }
+        let clients = try connectClients(1, "127.0.0.1", listener.port)
+        #expect(wait(accepted))
+        for client in clients { close(client) }
+    }
+
+    @Test(
+        "a regular file on either engine: a random-access read and write, through the pool",
+        arguments: runnableBackends
+    )
+    func regularFile(_ backend: RingLoop.Backend) throws {
+        let ring = try RingLoop(entries: 64, backend: backend)
+        defer { ring.shutdown() }
+        let path = "/tmp/ringio-backend-\(getpid())-\(backend)"
+        defer { unlink(path) }
+        let channel = try IOChannel(
+            kind: .randomAccess,
+            path: FilePath(path),
+            mode: .readWrite,
+            options: [.create, .truncate],
+            permissions: [.ownerReadWrite],
+            queue: ring
+        ) { _ in }
+        let content = patternBytes(300_000, seed: 3)
+        let wrote = DispatchSemaphore(value: 0)
+        channel.write(offset: 0, data: ByteRope(copying: content), queue: ring) { isDone, _, error in
+            if isDone {
+                #expect(error == nil)
+                wrote.signal()
+            }
+        }
+        #expect(wait(wrote))
+        let read = _Lock<[UInt8]>([])
+        let readDone = DispatchSemaphore(value: 0)
+        channel.read(offset: 1_000, length: 200_000, queue: ring) { isDone, data, error in
+            if let data { read.withLock { $0 += Array(data) } }
+            if isDone {
+                #expect(error == nil)
+                readDone.signal()
+            }
+        }
+        #expect(wait(readDone))
+        #expect(read.withLock { $0 } == Array(content[1_000..<201_000]))
+        channel.close()
+    }
+}
