@@ -20,7 +20,9 @@ cd "$(dirname "$0")/.."
 
 helper=.build-seccomp/deny-io-uring
 mkdir -p .build-seccomp
-cc -std=c11 -O2 -Wall -Wextra -Werror -o "$helper" Tools/seccomp/deny-io-uring.c
+# $CC, else cc, else the Swift toolchain's clang.
+compiler="${CC:-$(command -v cc || command -v clang || echo cc)}"
+"$compiler" -std=c11 -O2 -Wall -Wextra -Werror -o "$helper" Tools/seccomp/deny-io-uring.c
 
 # Calls io_uring_setup (a one-entry ring), io_uring_enter and io_uring_register (on
 # descriptor -1) and prints what each gave: "ok" or the errno's name.
