@@ -18,8 +18,9 @@
 // The numbers: 425 io_uring_setup, 426 io_uring_enter, 427 io_uring_register, on x86_64
 // (asm/unistd_64.h) and on aarch64 (asm-generic/unistd.h, which arm64 uses); the static
 // assertions below check the headers agree. The filter
-//   1. kills the process on a system call of another architecture (i386 `int 0x80` on x86_64,
-//      AArch32 on arm64): their numbers differ, and this program has no business with them;
+//   1. kills the process on a system call made with another architecture's calling convention
+//      (i386's `int 0x80` on x86_64, AArch32 on arm64): a number means a call only within its
+//      own table, and nothing run under this program has any business with another table;
 //   2. on x86_64, kills the process on a call with the x32 bit (0x40000000) set, which would
 //      otherwise reach the same kernel functions under other numbers (io_uring_setup is
 //      0x40000000 + 425 there), as libseccomp does; -1 (no call at all) is let through;
