@@ -13,7 +13,8 @@ enum RatioChart {
     static let palette: [String: String] = [
         "ringio-async": "#72b7b2", "uring": "#4c78a8", "nio": "#f58518", "nio-async": "#ffbf79",
         "dispatch": "#e45756", "nginx": "#54a24b", "hummingbird": "#b279a2", "dispatchio": "#e45756",
-        "fio": "#4c78a8",
+        "fio": "#4c78a8", "ringio-epoll": "#9d755d", "ringio-async-epoll": "#d8b5a5",
+        "ringio-interval-epoll": "#bab0ac",
     ]
     static let width = 960.0
     static let labelWidth = 330.0
@@ -52,13 +53,14 @@ enum RatioChart {
             y += 10
             let top = y
             for workload in report.workloads {
-                let peers = workload.servers.filter { $0.key != "ringio" }
+                let base = report.base(workload)
+                let peers = workload.servers.filter { $0.key != base }
                 guard !peers.isEmpty else { continue }
                 let rowHeight = Double(peers.count) * self.barHeight + self.rowGap
                 body += self.text(x: 16, y: y + rowHeight / 2, workload.title, size: 12)
                 for (index, peer) in peers.enumerated() {
                     let barTop = y + Double(index) * self.barHeight
-                    guard let ratio = report.ratio(workload.key, peer.key, cpu: cpu), ratio > 0 else {
+                    guard let ratio = report.ratio(workload.key, peer.key, over: base, cpu: cpu), ratio > 0 else {
                         body += self.text(
                             x: self.x(1) + 4,
                             y: barTop + 10,

@@ -25,6 +25,8 @@ struct HarnessOptions {
     var nginxOpenFileCache = false
     var wrk: String?
     var fio: String?
+    /// The engines RingIO's servers and file reader run on (`--backend`), each a row of its own.
+    var backends: [Backend] = [.ioUring]
 }
 
 final class Harness {
@@ -33,6 +35,11 @@ final class Harness {
 
     let binaries: Binaries
     let options: HarnessOptions
+    /// The plan's servers and file readers, RingIO's on every engine of ``HarnessOptions/backends``.
+    private let echoServers: [ServerSpec]
+    private let httpServers: [ServerSpec]
+    private let staticServers: [ServerSpec]
+    private let fileReaders: [ServerSpec]
     private(set) var workloads: [WorkloadResult] = []
     private(set) var memory: [MemoryResult] = []
     private(set) var notes: [String] = []
@@ -43,26 +50,34 @@ final class Harness {
     init(binaries: Binaries, options: HarnessOptions) {
         self.binaries = binaries
         self.options = options
+        let echoServers = Plan.onBackends(Plan.echoServers, options.backends)
+        let httpServers = Plan.onBackends(Plan.httpServers(nginx: options.nginx), options.backends)
+        let staticServers = Plan.onBackends(
+            Plan.staticServers(nginx: options.nginx, openFileCache: options.nginxOpenFileCache),
+            options.backends
+        )
+        let fileReaders = Plan.onBackends(Plan.fileReaders(fio: options.fio), options.backends)
+        (self.echoServers, self.httpServers) = (echoServers, httpServers)
+        (self.staticServers, self.fileReaders) = (staticServers, fileReaders)
         let repeats = options.timing.repeats
         var total = 0
         if options.groups.contains(.echo) {
             for workload in Self.selected(Plan.echoWorkloads, options) {
-                total += workload.servers(of: Plan.echoServers).count * repeats
+                total += workload.servers(of: echoServers).count * repeats
             }
         }
         if options.groups.contains(.http) {
             for workload in Self.selected(Plan.httpWorkloads(wrk: options.wrk != nil), options) {
-                total += workload.servers(of: Plan.httpServers(nginx: options.nginx)).count * repeats
+                total += workload.servers(of: httpServers).count * repeats
             }
         }
         if options.groups.contains(.staticFiles) {
-            let servers = Plan.staticServers(nginx: options.nginx, openFileCache: options.nginxOpenFileCache)
             for workload in Self.selected(Plan.staticFileWorkloads(wrk: options.wrk != nil), options) {
-                total += workload.servers(of: servers).count * repeats
+                total += workload.servers(of: staticServers).count * repeats
             }
         }
         if options.groups.contains(.file), options.workloads?.contains(Plan.fileWorkload.key) ?? true {
-            total += Plan.fileReaders(fio: options.fio).count * repeats
+            total += fileReaders.count * repeats
         }
         self.total = total
     }
@@ -76,11 +91,11 @@ final class Harness {
         if self.options.groups.contains(.echo) {
             try self.runServerGroup(
                 .echo,
-                servers: Plan.echoServers,
+                servers: self.echoServers,
                 workloads: Self.selected(Plan.echoWorkloads, self.options)
             )
             if self.options.workloads == nil {
-                self.measureIdleConnections(Plan.echoServers.filter { !$0.dedicated })
+                self.measureIdleConnections(self.echoServers.filter { !$0.dedicated })
             } else {
                 self.notes.append("--workloads: idle connections not measured.")
             }
@@ -90,7 +105,7 @@ final class Harness {
             if self.options.wrk == nil { self.notes.append("wrk is not installed: no wrk row.") }
             try self.runServerGroup(
                 .http,
-                servers: Plan.httpServers(nginx: self.options.nginx),
+                servers: self.httpServers,
                 workloads: Self.selected(Plan.httpWorkloads(wrk: self.options.wrk != nil), self.options)
             )
         }
@@ -116,7 +131,7 @@ final class Harness {
             }
             try self.runServerGroup(
                 .staticFiles,
-                servers: Plan.staticServers(nginx: self.options.nginx, openFileCache: self.options.nginxOpenFileCache),
+                servers: self.staticServers,
                 workloads: workloads
             )
         }
@@ -384,7 +399,7 @@ final class Harness {
 
     private func runFileReads() {
         let workload = Plan.fileWorkload
-        let readers = Plan.fileReaders(fio: self.options.fio)
+        let readers = self.fileReaders
         let bytes = self.options.timing.fileBytes
         let path = "/tmp/ringio-bench-\(bytes).bin"
         let environment = ["RINGIO_BENCH_FILE_SIZE": "\(bytes)", "RINGIO_BENCH_FILE": path]
@@ -405,14 +420,12 @@ final class Harness {
                         return try self.runFio(path: path, bytes: bytes, repetition: repetition)
                     } else {
                         let output = try runToCompletion(
-                            [
-                                self.binaries.path("file-read"), reader.key, "--passes",
-                                "\(self.options.timing.filePasses)",
-                            ],
+                            [self.binaries.path("file-read")] + reader.arguments(self.binaries, 0, self.options.scratch)
+                                + ["--passes", "\(self.options.timing.filePasses)"],
                             cpu: self.options.serverCPU,
                             timeout: 300,
                             logDirectory: self.options.scratch,
-                            environment: environment
+                            environment: environment.merging(reader.environment) { $1 }
                         )
                         let read = try JSONDecoder().decode(FileReadOutput.self, from: Data(output.utf8))
                         return Sample(

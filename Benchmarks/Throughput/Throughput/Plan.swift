@@ -17,10 +17,43 @@ struct ServerSpec: Sendable {
     /// Runs only in the workloads that name it (``Workload/servers``), not in every workload of
     /// its group: a variant of another server, compared with it on one workload.
     var dedicated = false
+    /// RingIO's own: runs once per engine of `--backend` (``Plan/onBackends(_:_:)``). The peers
+    /// (C liburing, SwiftNIO, Dispatch, Hummingbird, nginx, fio) are not.
+    var ringIO = false
     /// How it is started: the argument vector for a port (run under `taskset`).
     var arguments: @Sendable (_ binaries: Binaries, _ port: Int, _ scratch: String) -> [String]
     /// Set up before the first start (nginx's configuration), if anything.
     var prepare: (@Sendable (_ port: Int, _ scratch: String) throws -> Void)? = nil
+    /// The engine a RingIO server runs on (``Plan/onBackends(_:_:)`` sets it); `nil` for the peers.
+    var backend: Backend? = nil
+    /// Set in its environment, over the harness's own (`RINGIO_BACKEND` for RingIO's servers).
+    var environment: [String: String] = [:]
+
+    /// This RingIO server on `backend`: its key and name with the engine's suffix (none on
+    /// io_uring, the reference rows), `RINGIO_BACKEND` in its environment.
+    func on(_ backend: Backend) -> ServerSpec {
+        var spec = self
+        spec.key += backend.keySuffix
+        spec.name += backend.nameSuffix
+        spec.backend = backend
+        spec.environment[Backend.variable] = backend.rawValue
+        return spec
+    }
+}
+
+/// The engine RingIO's processes run on (`--backend`): `RINGIO_BACKEND` in their environment.
+enum Backend: String, Codable, Sendable, CaseIterable {
+    case ioUring = "io_uring"
+    /// The readiness engine (epoll, non-blocking system calls), where io_uring is refused.
+    case epoll
+
+    /// The environment variable RingIO reads to force an engine.
+    static let variable = "RINGIO_BACKEND"
+
+    /// After a RingIO server's key: nothing on io_uring (`ringio`), `-epoll` (`ringio-epoll`).
+    var keySuffix: String { self == .ioUring ? "" : "-\(self.rawValue)" }
+    /// After its name: nothing on io_uring (`RingIO`), ` (epoll)` (`RingIO (epoll)`).
+    var nameSuffix: String { self == .ioUring ? "" : " (\(self.rawValue))" }
 }
 
 /// Where the executables are: `swift run -c release --package-path Benchmarks throughput`
@@ -73,7 +106,10 @@ struct Workload: Sendable {
     /// The servers of `specs` (its group's) that run this workload.
     func servers(of specs: [ServerSpec]) -> [ServerSpec] {
         guard let keys = self.servers else { return specs.filter { !$0.dedicated } }
-        return keys.compactMap { key in specs.first { $0.key == key } }
+        // A RingIO key names that server on every engine of the run.
+        return keys.flatMap { key in
+            specs.filter { spec in spec.key == key || spec.backend.map { key + $0.keySuffix == spec.key } == true }
+        }
     }
 }
 
@@ -119,11 +155,17 @@ struct Timing: Sendable, Codable {
 }
 
 enum Plan {
+    /// `specs` with each RingIO server once per engine of `backends`, in that order, where it
+    /// was; the peers as they are.
+    static func onBackends(_ specs: [ServerSpec], _ backends: [Backend]) -> [ServerSpec] {
+        specs.flatMap { spec in spec.ringIO ? backends.map { spec.on($0) } : [spec] }
+    }
+
     static let echoServers: [ServerSpec] = [
-        ServerSpec(key: "ringio", name: "RingIO") { binaries, port, _ in
+        ServerSpec(key: "ringio", name: "RingIO", ringIO: true) { binaries, port, _ in
             [binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers", "--queue", "ring"]
         },
-        ServerSpec(key: "ringio-async", name: "RingIO async") { binaries, port, _ in
+        ServerSpec(key: "ringio-async", name: "RingIO async", ringIO: true) { binaries, port, _ in
             [binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--api", "async"]
         },
         // The same server with the delivery interval of the classic GCD server (10 ms, strict) on
@@ -132,6 +174,7 @@ enum Plan {
             key: "ringio-interval",
             name: "RingIO, 10 ms strict interval",
             dedicated: true,
+            ringIO: true,
             arguments: { binaries, port, _ in
                 [
                     binaries.path("echo-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers",
@@ -155,13 +198,13 @@ enum Plan {
 
     static func httpServers(nginx: String?) -> [ServerSpec] {
         var servers = [
-            ServerSpec(key: "ringio", name: "RingIO") { binaries, port, scratch in
+            ServerSpec(key: "ringio", name: "RingIO", ringIO: true) { binaries, port, scratch in
                 [
                     binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers",
                     "--root", scratch,
                 ]
             },
-            ServerSpec(key: "ringio-async", name: "RingIO async") { binaries, port, scratch in
+            ServerSpec(key: "ringio-async", name: "RingIO async", ringIO: true) { binaries, port, scratch in
                 [
                     binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "async",
                     "--root", scratch,
@@ -199,13 +242,13 @@ enum Plan {
     /// serving in their baselines here: they are not in this group.
     static func staticServers(nginx: String?, openFileCache: Bool) -> [ServerSpec] {
         var servers = [
-            ServerSpec(key: "ringio", name: "RingIO") { binaries, port, scratch in
+            ServerSpec(key: "ringio", name: "RingIO", ringIO: true) { binaries, port, scratch in
                 [
                     binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers",
                     "--root", StaticFiles.directory(scratch: scratch),
                 ]
             },
-            ServerSpec(key: "ringio-async", name: "RingIO async") { binaries, port, scratch in
+            ServerSpec(key: "ringio-async", name: "RingIO async", ringIO: true) { binaries, port, scratch in
                 [
                     binaries.path("http-server"), "--port", "\(port)", "--rings", "1", "--api", "async",
                     "--root", StaticFiles.directory(scratch: scratch),
@@ -237,11 +280,12 @@ enum Plan {
         return servers
     }
 
-    /// The file readers are not servers; they reuse the type for their names.
+    /// The file readers are not servers; they reuse the type for their names, and for
+    /// file-read's arguments after its path (the reader).
     static func fileReaders(fio: String?) -> [ServerSpec] {
         var readers = [
-            ServerSpec(key: "ringio", name: "RingIO") { _, _, _ in [] },
-            ServerSpec(key: "dispatchio", name: "DispatchIO") { _, _, _ in [] },
+            ServerSpec(key: "ringio", name: "RingIO", ringIO: true) { _, _, _ in ["ringio"] },
+            ServerSpec(key: "dispatchio", name: "DispatchIO") { _, _, _ in ["dispatchio"] },
         ]
         if fio != nil { readers.append(ServerSpec(key: "fio", name: "fio io_uring") { _, _, _ in [] }) }
         return readers

@@ -72,6 +72,18 @@ func isAccepting(port: Int) -> Bool {
     }
 }
 
+/// The environment `pid` started with (/proc/<pid>/environ: NUL-separated `NAME=value`), or
+/// `nil` when it cannot be read.
+func startEnvironment(of pid: pid_t) -> [String: String]? {
+    guard let text = ProcessStats.readFile("/proc/\(pid)/environ") else { return nil }
+    var environment: [String: String] = [:]
+    for entry in text.split(separator: "\0") {
+        guard let equals = entry.firstIndex(of: "=") else { continue }
+        environment[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
+    }
+    return environment
+}
+
 /// Raises this process's descriptor limit to its hard limit; servers and clients started
 /// afterwards inherit it (10,000 idle connections need 10,000 descriptors on each side).
 func raiseDescriptorLimit() {
@@ -176,7 +188,8 @@ final class RunningServer {
             spec.arguments(binaries, self.port, scratch),
             cpu: cpu,
             stdoutPath: self.logPath,
-            stderrPath: self.logPath + ".stderr"
+            stderrPath: self.logPath + ".stderr",
+            environment: spec.environment
         )
         let deadline = monotonicSeconds() + 20
         while !isAccepting(port: self.port) {
@@ -194,6 +207,15 @@ final class RunningServer {
         // nginx forks its worker after it starts listening: give it a moment to appear.
         usleep(100_000)
         self.pids = ProcessStats.processTree(self.process.processIdentifier)
+        // taskset execs the server in its own process: the server's environment must hold
+        // what the spec sets (RINGIO_BACKEND: the row measures the engine it is labelled with).
+        let started = startEnvironment(of: self.process.processIdentifier)
+        for (name, value) in spec.environment.sorted(by: { $0.key < $1.key }) where started?[name] != value {
+            self.stop()
+            throw HarnessError(
+                "\(spec.name) started without \(name)=\(value) in its environment (found: \(started?[name] ?? "nothing"))"
+            )
+        }
     }
 
     /// Resident memory now, summed over the process tree, bytes.

@@ -70,13 +70,29 @@ extension RunReport {
         return a.median / b.median
     }
 
+    /// The server the `× RingIO` columns and the chart divide by on `workload`: RingIO on
+    /// io_uring, or on the readiness engine in a run without io_uring (`--backend epoll`).
+    func base(_ workload: WorkloadResult) -> String {
+        let epoll = "ringio" + Backend.epoll.keySuffix
+        return workload.server("ringio") == nil && workload.server(epoll) != nil ? epoll : "ringio"
+    }
+
+    /// Whether RingIO ran on `backend` in this run (reports from before `--backend`: io_uring).
+    func ran(_ backend: Backend) -> Bool { (self.backends ?? [.ioUring]).contains(backend) }
+
     var targets: [TargetCheck] {
         var checks: [TargetCheck] = []
-        func add(_ target: String, _ value: Double?, _ describe: (Double) -> String, _ met: (Double) -> Bool) {
+        func add(
+            _ target: String,
+            _ value: Double?,
+            _ describe: (Double) -> String,
+            _ met: (Double) -> Bool,
+            unmeasured: String = "not measured"
+        ) {
             checks.append(
                 TargetCheck(
                     target: target,
-                    measured: value.map(describe) ?? "not measured",
+                    measured: value.map(describe) ?? unmeasured,
                     met: value.map(met)
                 )
             )
@@ -163,6 +179,25 @@ extension RunReport {
             { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
             { $0 >= 3 }
         )
+        // Issue 16: the readiness engine beside SwiftNIO, both on epoll.
+        let epoll = "ringio" + Backend.epoll.keySuffix
+        let notRun = self.ran(.epoll) ? "not measured" : "not run (`--backend both` runs it)"
+        add(
+            "Echo 64 B: RingIO (epoll)'s \(perRoundTrip) ≤ 1.0× SwiftNIO's (both on epoll)",
+            self.ratio("echo-64B", epoll, over: "nio", cpu: true),
+            { "RingIO (epoll) uses \(Format.ratio($0)) SwiftNIO's CPU" },
+            { $0 <= 1.0 },
+            unmeasured: notRun
+        )
+        for (workload, label) in [("http-hello", "loadgen"), ("http-hello-wrk", "wrk")] {
+            add(
+                "HTTP hello, keep-alive (\(label)): RingIO (epoll) ≥ 1.5× SwiftNIO's requests/s (both on epoll)",
+                self.ratio(workload, epoll, over: "nio", cpu: false),
+                { "RingIO (epoll) serves \(Format.ratio($0)) SwiftNIO's requests/s" },
+                { $0 >= 1.5 },
+                unmeasured: notRun
+            )
+        }
         // Issue 15: files to sockets at nginx's speed (nginx: sendfile on, one worker).
         for file in StaticFiles.all {
             for (suffix, client) in [("", "loadgen"), ("-wrk", "wrk")] {
@@ -214,6 +249,7 @@ extension RunReport {
             server with async/await) from the same run: for throughput, below 1 is slower than RingIO; \
             for server CPU per operation (from /proc), above 1 uses more CPU than RingIO. CPU per \
             operation is the steadier figure on a noisy machine.
+            - RingIO's engine: \(self.engines)
 
 
             """
@@ -226,9 +262,10 @@ extension RunReport {
         text += "| workload | server | throughput | × RingIO | server CPU | × RingIO | latency p50 / p99 / p99.9 µs |\n"
         text += "|---|---|---|---|---|---|---|\n"
         for workload in self.workloads {
+            let base = self.base(workload)
             for (index, server) in workload.servers.enumerated() {
                 let title = index == 0 ? workload.title : ""
-                let name = server.key == "ringio" ? "**\(server.name)**" : server.name
+                let name = server.key == base ? "**\(server.name)**" : server.name
                 guard let primary = server.primary(workload.primary) else {
                     text +=
                         "| \(title) | \(name) | failed: \(Self.oneLine(server.failures.first ?? "no sample")) | | | | |\n"
@@ -240,13 +277,15 @@ extension RunReport {
                 let latency = server.latency.map { latency in
                     [latency.p50, latency.p99, latency.p999 ?? .nan].map(Format.figure).joined(separator: " / ")
                 }
-                let throughputRatio = self.ratio(workload.key, server.key, cpu: false).map(Format.ratio) ?? "–"
-                let cpuRatio = self.ratio(workload.key, server.key, cpu: true).map(Format.ratio) ?? "–"
+                let throughputRatio =
+                    self.ratio(workload.key, server.key, over: base, cpu: false).map(Format.ratio) ?? "–"
+                let cpuRatio = self.ratio(workload.key, server.key, over: base, cpu: true).map(Format.ratio) ?? "–"
                 let failures = server.failures.isEmpty ? "" : " (\(server.failures.count) runs failed)"
                 text +=
                     "| \(title) | \(name) | \(throughput)\(failures) | \(throughputRatio) | \(cpu) | \(cpuRatio) | \(latency ?? "–") |\n"
             }
         }
+        text += self.besideSwiftNIO
         text += "\n## Memory\n\n"
         text +=
             "| server | peak resident, echo workloads | peak resident, HTTP workloads | peak resident, static files | per idle connection |\n"
@@ -283,6 +322,54 @@ extension RunReport {
             text += "\n## Notes\n\n" + notes.map { "- \($0)\n" }.joined()
         }
         return text
+    }
+
+    /// Which engines RingIO's rows ran on, for the report's head.
+    private var engines: String {
+        switch (self.ran(.ioUring), self.ran(.epoll)) {
+        case (true, true):
+            "io_uring, and the readiness engine (epoll, non-blocking system calls) in the rows marked "
+                + "`(epoll)`: every RingIO server twice, interleaved with the rest (`--backend both`)."
+        case (false, true):
+            "the readiness engine (epoll, non-blocking system calls) only (`--backend epoll`): "
+                + "`× RingIO` divides by `RingIO (epoll)`."
+        default:
+            "io_uring (`--backend both` adds the readiness engine's rows)."
+        }
+    }
+
+    /// RingIO's servers over SwiftNIO's (one event loop on epoll) on every workload both ran:
+    /// the handler servers over SwiftNIO's channel handlers, the async ones over NIOAsyncChannel.
+    /// Empty unless the readiness engine ran (its rows compare two epoll servers).
+    private var besideSwiftNIO: String {
+        guard self.ran(.epoll) else { return "" }
+        var rows = ""
+        for workload in self.workloads {
+            var title = workload.title
+            for (server, peer) in [("ringio", "nio"), ("ringio-async", "nio-async")] {
+                for backend in Backend.allCases {
+                    let key = server + backend.keySuffix
+                    guard let ringIO = workload.server(key), let other = workload.server(peer) else { continue }
+                    let ratios = [false, true].map { cpu in
+                        self.ratio(workload.key, key, over: peer, cpu: cpu).map(Format.ratio) ?? "–"
+                    }
+                    rows += "| \(title) | \(ringIO.name) | \(other.name) | \(ratios[0]) | \(ratios[1]) |\n"
+                    title = ""
+                }
+            }
+        }
+        guard !rows.isEmpty else { return "" }
+        return """
+
+            ## RingIO beside SwiftNIO, on either engine
+
+            SwiftNIO runs on epoll; so does `RingIO (epoll)`. Throughput: above 1 is faster than \
+            SwiftNIO. Server CPU per operation: below 1 uses less CPU than SwiftNIO.
+
+            | workload | server | over | throughput | server CPU per operation |
+            |---|---|---|---|---|
+
+            """ + rows
     }
 
     /// Workloads where the load generator's core was busy (≥ 95%) for a server: its rate is then

@@ -105,6 +105,8 @@ struct RunReport: Codable, Sendable {
     var workloads: [WorkloadResult]
     var memory: [MemoryResult]
     var notes: [String]
+    /// The engines RingIO ran on (`--backend`); `nil` in reports from before the option (io_uring).
+    var backends: [Backend]? = nil
 }
 
 extension Workload {

@@ -62,6 +62,15 @@ struct Throughput: ParsableCommand {
     )
     var workloads: String?
 
+    @Option(
+        help: """
+            The engine RingIO's servers and file reader run on (RINGIO_BACKEND in their environment): \
+            io_uring, epoll (the readiness engine), or both (each RingIO row twice, interleaved with \
+            the rest: "RingIO" and "RingIO (epoll)"). Default: io_uring; both with --smoke.
+            """
+    )
+    var backend: BackendChoice?
+
     @Flag(help: "Static files: turn nginx's open_file_cache on (off by default, as nginx ships).")
     var nginxOpenFileCache = false
 
@@ -132,7 +141,8 @@ struct Throughput: ParsableCommand {
             nginx: findExecutable("nginx"),
             nginxOpenFileCache: self.nginxOpenFileCache,
             wrk: findExecutable("wrk"),
-            fio: findExecutable("fio")
+            fio: findExecutable("fio"),
+            backends: (self.backend ?? (self.smoke ? .both : .ioUring)).backends
         )
         let harness = Harness(binaries: binaries, options: options)
         try harness.run()
@@ -145,12 +155,28 @@ struct Throughput: ParsableCommand {
             timing: timing,
             workloads: harness.workloads,
             memory: harness.memory,
-            notes: harness.notes
+            notes: harness.notes,
+            backends: options.backends
         )
         try Self.write(report, to: outputDirectory)
         if harness.failed {
             printToStandardError("Some runs FAILED (see the table and the messages above).")
             throw ExitCode.failure
+        }
+    }
+
+    /// What `--backend` takes.
+    enum BackendChoice: String, ExpressibleByArgument, CaseIterable {
+        case ioUring = "io_uring"
+        case epoll
+        case both
+
+        var backends: [Backend] {
+            switch self {
+            case .ioUring: [.ioUring]
+            case .epoll: [.epoll]
+            case .both: [.ioUring, .epoll]
+            }
         }
     }
 
