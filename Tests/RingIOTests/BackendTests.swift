@@ -168,6 +168,38 @@ struct BackendTests {
     }
 
     @Test(
+        "datagrams queued before a long read all arrive, each short of a buffer (no edge comes for the rest)",
+        arguments: runnableBackends
+    )
+    func datagrams(_ backend: RingLoop.Backend) throws {
+        let ring = try RingLoop(entries: 64, backend: backend)
+        defer { ring.shutdown() }
+        var pair: [CInt] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0, &pair) == 0)
+        let (local, peer) = (pair[0], pair[1])
+        defer { close(peer) }
+        // Queued before the read: one readiness edge for all of them.
+        let messages = (0..<5).map { patternBytes(100 + $0, seed: $0) }
+        for message in messages {
+            #expect(message.withUnsafeBytes { send(peer, $0.baseAddress, $0.count, 0) } == message.count)
+        }
+        let done = DispatchSemaphore(value: 0)
+        let channel = IOChannel(kind: .stream, fileDescriptor: local, queue: ring) { _ in
+            close(local)
+            done.signal()
+        }
+        let received = _Lock<[UInt8]>([])
+        let expected = messages.flatMap { $0 }
+        channel.read(offset: 0, length: .max, queue: ring) { _, data, _ in
+            if let data { received.withLock { $0 += Array(data) } }
+        }
+        #expect(eventually { received.withLock { $0.count } == expected.count })
+        #expect(received.withLock { $0 } == expected)
+        channel.close(flags: .stop)
+        #expect(wait(done))
+    }
+
+    @Test(
         "a regular file on either engine: a random-access read and write, through the pool",
         arguments: runnableBackends
     )

@@ -205,8 +205,8 @@ internal enum _Backend {
 
 extension _URing {
     /// The operations RingIO submits that this kernel's io_uring lacks (by name), from its
-    /// probe; empty when the probe itself is not supported (Linux before 5.6, where io_uring
-    /// would lack far more — set-up then fails on the flags first).
+    /// probe (not supported before Linux 5.6: then only the buffer ring is checked), and the
+    /// provided-buffer ring every receive uses (Linux 5.19), tried by registering one.
     /// The corresponding liburing calls are `io_uring_get_probe_ring` and
     /// `io_uring_opcode_supported`.
     func missingOperations() -> [String] {
@@ -217,8 +217,18 @@ extension _URing {
             (IORING_OP_CLOSE, "CLOSE"), (IORING_OP_TIMEOUT, "TIMEOUT"), (IORING_OP_POLL_ADD, "POLL_ADD"),
             (IORING_OP_SPLICE, "SPLICE"), (IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"),
         ]
-        guard let probe = self.probe() else { return [] }
-        defer { io_uring_free_probe(probe) }
-        return needed.filter { io_uring_opcode_supported(probe, Int32($0.0.rawValue)) == 0 }.map { "IORING_OP_" + $0.1 }
+        var missing: [String] = []
+        if let probe = self.probe() {
+            defer { io_uring_free_probe(probe) }
+            missing = needed.filter { io_uring_opcode_supported(probe, Int32($0.0.rawValue)) == 0 }
+                .map { "IORING_OP_" + $0.1 }
+        }
+        // Provided-buffer rings (Linux 5.19) are no opcode: registering one is the probe.
+        do throws(Errno) {
+            self.unregisterBufferRing(try self.registerBufferRing(entries: 1, group: UInt16.max))
+        } catch {
+            missing.append("IORING_REGISTER_PBUF_RING")
+        }
+        return missing
     }
 }

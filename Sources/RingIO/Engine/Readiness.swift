@@ -24,13 +24,15 @@ import Glibc
 ///
 /// - **Sockets, pipes, eventfds, pidfds** (anything epoll accepts): the system call is tried at
 ///   once without blocking (`MSG_DONTWAIT`, `RWF_NOWAIT`, `SPLICE_F_NONBLOCK`, a non-blocking
-///   listening socket; a splice into a blocking socket sets `O_NONBLOCK` for the call, as the
-///   kernel takes no per-call flag there); on `EAGAIN` the request waits for readiness. A descriptor is
-///   registered once, edge-triggered, for input and output together, and stays registered
-///   until its owner lets go of it (``forget(_:)``): a read that comes up short (fewer bytes
-///   than asked) has emptied the descriptor, so the next edge is the next data, and waits cost
-///   no `epoll_ctl`. A descriptor's blocking mode is never changed, except a listening
-///   socket's, which becomes non-blocking (an `accept` must never wait on the ring thread).
+///   listening socket; a splice into a blocking socket, or a call on a descriptor without
+///   `RWF_NOWAIT` such as a terminal, sets `O_NONBLOCK` for the call, as the kernel takes no
+///   per-call flag there); on `EAGAIN` the request waits for readiness. A descriptor is
+///   registered once, edge-triggered, for input (and for output once a write waits), and stays
+///   registered until its owner lets go of it (``forget(_:)``): a read of a stream socket that
+///   comes up short (fewer bytes than asked) has emptied it, so the next edge is the next data,
+///   and waits cost no `epoll_ctl`; other descriptors are read until `EAGAIN`. A descriptor's
+///   blocking mode is otherwise never changed, except a listening socket's, which becomes
+///   non-blocking (an `accept` must never wait on the ring thread).
 /// - **Regular files and other descriptors epoll refuses** (`EPERM`): a read is tried with
 ///   `RWF_NOWAIT` (served from the page cache without blocking); what would block, writes,
 ///   opens and file-to-pipe splices run on ``_BlockingPool``, whose threads post their results
@@ -81,6 +83,8 @@ internal final class _ReadinessEngine {
     /// Rounds since the last look at epoll: a ring that always has completions still looks
     /// every few rounds, so readiness is never starved by work that completes at once.
     private var roundsWithoutPolling = 0
+    /// `epoll_pwait2` is there (Linux 5.11+, and allowed): waits end to the nanosecond.
+    private var hasNanosecondWait = true
     /// The descriptor of the core's wake-up eventfd: its registration stays.
     internal var persistentFD: CInt = -1
     private var nextGeneration: UInt32 = 1
@@ -174,7 +178,11 @@ internal final class _ReadinessEngine {
         }
         var polled = false
         while true {
-            if !self.deferred.isEmpty { swap(&self.runnable, &self.deferred) }
+            if !self.deferred.isEmpty {
+                // After what the pushed requests started (a link's second), not instead of it.
+                self.runnable.append(contentsOf: self.deferred)
+                self.deferred.removeAll(keepingCapacity: true)
+            }
             self.runRunnable()
             if !self.timeouts.isEmpty { self.expireTimeouts() }
             if self.hasCompletions || !wait { break }
@@ -208,10 +216,23 @@ internal final class _ReadinessEngine {
                 infinite = true
             }
         }
-        let count =
-            infinite
-            ? epoll_pwait2(self.epollFD, self.events, CInt(Self.eventCapacity), nil, nil)
-            : epoll_pwait2(self.epollFD, self.events, CInt(Self.eventCapacity), &timeout, nil)
+        var count: CInt
+        if self.hasNanosecondWait {
+            count =
+                infinite
+                ? epoll_pwait2(self.epollFD, self.events, CInt(Self.eventCapacity), nil, nil)
+                : epoll_pwait2(self.epollFD, self.events, CInt(Self.eventCapacity), &timeout, nil)
+            if count < 0 && (errno == ENOSYS || errno == EPERM) {
+                // Before Linux 5.11, or a seccomp profile that predates the call: whole
+                // milliseconds from now on, rounded up (a timer never fires early).
+                self.hasNanosecondWait = false
+                return try self.poll(blocking: blocking)
+            }
+        } else {
+            let milliseconds =
+                infinite ? -1 : CInt(clamping: (timeout.tv_sec * 1_000) + (timeout.tv_nsec + 999_999) / 1_000_000)
+            count = epoll_wait(self.epollFD, self.events, CInt(Self.eventCapacity), milliseconds)
+        }
         if count < 0 {
             let error = Errno(rawValue: errno)
             if error == .interrupted { return false }
@@ -354,7 +375,8 @@ internal final class _ReadinessEngine {
             self.finish(op, Glibc.close(fd) == 0 ? 0 : -errno)
         case .timeout(let spec):
             let duration = Int64(spec.pointer.pointee.tv_sec) * 1_000_000_000 + Int64(spec.pointer.pointee.tv_nsec)
-            op.deadline = _Clock.nanoseconds(realtime: false) &+ duration
+            let now = _Clock.nanoseconds(realtime: false)
+            op.deadline = duration > Int64.max - now ? Int64.max : now + duration
             op.state = .timing
             self.timeouts.append(op)
         case .timeoutAt(let spec, let realtime):
@@ -388,13 +410,9 @@ internal final class _ReadinessEngine {
             }
             // SPLICE_F_NONBLOCK covers the pipe's side only: a splice into a socket waits unless
             // the socket itself is non-blocking, so it is made so for the call (and restored).
-            let flags = fcntl(output, F_GETFL)
-            let toggles = flags >= 0 && flags & O_NONBLOCK == 0
-            if toggles { _ = fcntl(output, F_SETFL, flags | O_NONBLOCK) }
-            let moved = CLiburing_splice(input, inputOffset, output, outputOffset, length, CLiburing_SPLICE_F_NONBLOCK)
-            let error = errno
-            if toggles { _ = fcntl(output, F_SETFL, flags) }
-            errno = error
+            let moved = Self.nonBlocking(output) {
+                CLiburing_splice(input, inputOffset, output, outputOffset, length, CLiburing_SPLICE_F_NONBLOCK)
+            }
             self.settle(op, moved, fd: output, writing: true)
         case .cancel(let target):
             self.finish(op, self.cancel(userData: target))
@@ -425,35 +443,40 @@ internal final class _ReadinessEngine {
             ? CLiburing_pwritev2(fd, vectors, CInt(count), offset, CLiburing_RWF_NOWAIT)
             : CLiburing_preadv2(fd, vectors, CInt(count), offset, CLiburing_RWF_NOWAIT)
         if result < 0 && errno == EOPNOTSUPP {
-            // No RWF_NOWAIT here (a terminal, some character devices): the call itself, once
-            // the descriptor is ready; a descriptor epoll refuses goes to the pool.
-            self.plainTransfer(op, fd: fd, vectors: vectors, count: count, offset: offset, writing: writing)
+            // No RWF_NOWAIT here: a regular file whose file system has none for this call
+            // (ext4's buffered writes) goes to the pool; a descriptor epoll takes (a terminal)
+            // is made non-blocking for the call.
+            guard self.watch(fd) != nil else {
+                if errno == EPERM {
+                    self.offload(op)
+                } else {
+                    self.finish(op, -errno)
+                }
+                return
+            }
+            op.transient = fd != self.persistentFD
+            let plain = Self.nonBlocking(fd) {
+                writing
+                    ? CLiburing_pwritev2(fd, vectors, CInt(count), offset, 0)
+                    : CLiburing_preadv2(fd, vectors, CInt(count), offset, 0)
+            }
+            self.settle(op, plain, fd: fd, writing: writing)
             return
         }
         self.settle(op, result, fd: fd, writing: writing)
     }
 
-    /// A read or write on a descriptor without RWF_NOWAIT: when poll(2) says it is ready (a
-    /// terminal's read then returns what there is), else after a wait.
-    private func plainTransfer(
-        _ op: _ReadyOp,
-        fd: CInt,
-        vectors: UnsafeMutablePointer<iovec>,
-        count: Int,
-        offset: Int64,
-        writing: Bool
-    ) {
-        var descriptor = pollfd(fd: fd, events: Int16(writing ? POLLOUT : POLLIN), revents: 0)
-        if Glibc.poll(&descriptor, 1, 0) > 0 {
-            let result =
-                writing
-                ? CLiburing_pwritev2(fd, vectors, CInt(count), offset, 0)
-                : CLiburing_preadv2(fd, vectors, CInt(count), offset, 0)
-            self.finish(op, result >= 0 ? Int32(clamping: result) : -errno)
-        } else {
-            op.transient = true
-            self.park(op, fd: fd, writing: writing, ifRefused: nil)
-        }
+    /// Runs `call` with `O_NONBLOCK` set on `fd` (and restored after, `errno` kept): for the
+    /// calls that take no per-call flag, where `fd` is in blocking mode.
+    private static func nonBlocking(_ fd: CInt, _ call: () -> Int) -> Int {
+        let flags = fcntl(fd, F_GETFL)
+        let toggles = flags >= 0 && flags & O_NONBLOCK == 0
+        if toggles { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        let result = call()
+        let error = errno
+        if toggles { _ = fcntl(fd, F_SETFL, flags) }
+        errno = error
+        return result
     }
 
     /// Completes `op` with the outcome of a non-blocking call, or parks it until `fd` is ready
@@ -486,7 +509,7 @@ internal final class _ReadinessEngine {
             if received > 0 {
                 self.groups[group]!.consume()
                 self.emit(op, Int32(received), flags: Self.bufferFlags(buffer.id))
-                if received < buffer.length && !self.peerClosed(fd) {
+                if received < buffer.length && !self.peerClosed(fd) && self.isStreamSocket(fd) {
                     // Short: the socket is empty; its next edge is new data. (Once the peer
                     // closed, the end of file is no new edge: read on until it comes.)
                     self.park(op, fd: fd, writing: false, ifRefused: -EINVAL)
@@ -542,21 +565,31 @@ internal final class _ReadinessEngine {
         case EAGAIN:
             self.park(op, fd: fd, writing: false, ifRefused: nil)
         case EOPNOTSUPP where !socket:
-            // A terminal: read once poll(2) says there is something.
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if Glibc.poll(&descriptor, 1, 0) > 0 {
-                let plain = Glibc.read(fd, buffer.address, count)
-                if plain > 0 {
-                    self.groups[group]!.consume()
-                    self.finish(op, Int32(plain), flags: Self.bufferFlags(buffer.id))
+            // No RWF_NOWAIT here: a descriptor epoll takes (a terminal) is read non-blocking; one
+            // it refuses (a file on a file system without it) is read on the pool.
+            guard self.watch(fd) != nil else {
+                if errno == EPERM && !noWait {
+                    self.offload(op)
                 } else {
-                    self.finish(op, plain == 0 ? 0 : -errno)
+                    self.finish(op, errno == EPERM ? -EAGAIN : -errno)
                 }
-            } else if noWait {
-                self.finish(op, -EAGAIN)
+                return
+            }
+            op.transient = true
+            let plain = Self.nonBlocking(fd) { Glibc.read(fd, buffer.address, count) }
+            if plain > 0 {
+                self.groups[group]!.consume()
+                self.finish(op, Int32(plain), flags: Self.bufferFlags(buffer.id))
+            } else if plain == 0 {
+                self.finish(op, 0)
+            } else if errno == EAGAIN {
+                if noWait {
+                    self.finish(op, -EAGAIN)
+                } else {
+                    self.park(op, fd: fd, writing: false, ifRefused: -EOPNOTSUPP)
+                }
             } else {
-                op.transient = true
-                self.park(op, fd: fd, writing: false, ifRefused: -EOPNOTSUPP)
+                self.finish(op, -errno)
             }
         case EINTR:
             op.state = .pushed
@@ -620,14 +653,27 @@ internal final class _ReadinessEngine {
             }
             return
         }
+        if writing && !watch.watchesOutput {
+            var event = epoll_event()
+            event.events = Self.inputEvents | EPOLLOUT.rawValue
+            event.data.u64 = watch.token
+            guard epoll_ctl(self.epollFD, EPOLL_CTL_MOD, fd, &event) == 0 else {
+                self.finish(op, -errno)
+                return
+            }
+            watch.watchesOutput = true
+        }
         op.state = .waiting
         op.waitFD = fd
+        op.watch = watch
         if writing {
             watch.writers.append(op)
         } else {
             watch.readers.append(op)
         }
     }
+
+    private static let inputEvents = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | CLiburing_EPOLLET
 
     /// The registration of `fd`, made now if there is none; `nil` with `errno` set when epoll
     /// refuses the descriptor.
@@ -636,16 +682,29 @@ internal final class _ReadinessEngine {
         if index < self.watches.count, let watch = self.watches[index] { return watch }
         let generation = self.nextGeneration
         self.nextGeneration &+= 1
+        let token = UInt64(UInt32(bitPattern: fd)) | UInt64(generation) << 32
         var event = epoll_event()
-        event.events = EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue | CLiburing_EPOLLET
-        event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(generation) << 32
+        event.events = Self.inputEvents
+        event.data.u64 = token
         guard epoll_ctl(self.epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else { return nil }
-        let watch = _Watch(generation: generation)
+        let watch = _Watch(generation: generation, token: token)
         if index >= self.watches.count {
             self.watches.append(contentsOf: repeatElement(nil, count: index + 1 - self.watches.count))
         }
         self.watches[index] = watch
         return watch
+    }
+
+    /// Whether `fd` is a stream socket, whose short read means it was empty (a datagram
+    /// socket's is one message of several, a message with descriptors ends a read too): asked
+    /// once per registration.
+    private func isStreamSocket(_ fd: CInt) -> Bool {
+        guard Int(fd) < self.watches.count, let watch = self.watches[Int(fd)] else { return false }
+        if let known = watch.isStreamSocket { return known }
+        let type = try? _POSIX.option(fd, level: SOL_SOCKET, name: SO_TYPE)
+        let stream = type == Int32(SOCK_STREAM.rawValue)
+        watch.isStreamSocket = stream
+        return stream
     }
 
     /// Whether epoll reported the peer's close (or an error) on `fd`: a state, not an edge.
@@ -654,22 +713,34 @@ internal final class _ReadinessEngine {
     }
 
     /// The descriptor's owner is done with it (a channel's entry finished, a listener closed
-    /// its socket, a close request): its registration goes, unless another request still
-    /// waits on it. A descriptor number that names a new file later is registered afresh.
+    /// its socket, a close request): its registration goes, so that the number, once it names
+    /// a new file, is registered afresh. Requests of others still waiting on it (a source on a
+    /// channel's descriptor) run again: they find it ready, or wait on a new registration.
     internal func forget(_ fd: CInt) {
         let index = Int(fd)
         guard index >= 0, index < self.watches.count, let watch = self.watches[index] else { return }
-        let waiting =
-            watch.readers.contains { $0.state == .waiting } || watch.writers.contains { $0.state == .waiting }
-        guard !waiting else { return }
         self.watches[index] = nil
         _ = epoll_ctl(self.epollFD, EPOLL_CTL_DEL, fd, nil)  // ENOENT/EBADF: closed already
+        for op in watch.readers where op.state == .waiting { self.rerun(op) }
+        for op in watch.writers where op.state == .waiting { self.rerun(op) }
+        watch.readers.removeAll()
+        watch.writers.removeAll()
+    }
+
+    private func rerun(_ op: _ReadyOp) {
+        op.state = .pushed
+        op.watch = nil
+        self.runnable.append(op)
     }
 
     /// After a transient request (a poll, a plain read of a descriptor the core does not own
     /// for long): its registration goes when nothing else waits on it.
     private func releaseIfIdle(_ fd: CInt) {
-        guard fd >= 0, fd != self.persistentFD else { return }
+        guard fd >= 0, fd != self.persistentFD, Int(fd) < self.watches.count,
+            let watch = self.watches[Int(fd)],
+            !watch.readers.contains(where: { $0.state == .waiting }),
+            !watch.writers.contains(where: { $0.state == .waiting })
+        else { return }
         self.forget(fd)
     }
 
@@ -721,10 +792,15 @@ internal final class _ReadinessEngine {
                     ordering: .relaxed
                 ).exchanged
             else { return false }
+            if let buffer = op.selected, case .readSelect(_, let group, _, _) = op.request {
+                op.selected = nil
+                self.groups[group]?.giveBack(buffer)  // taken for the read that never ran
+            }
         case .waiting:
-            if op.waitFD >= 0, Int(op.waitFD) < self.watches.count, let watch = self.watches[Int(op.waitFD)] {
+            if let watch = op.watch {
                 watch.readers.removeAll { $0 === op }
                 watch.writers.removeAll { $0 === op }
+                op.watch = nil
             }
         case .linked:
             // The second of a chain not started: its first goes on alone.
@@ -804,11 +880,20 @@ private final class _Watch {
     let generation: UInt32
     /// epoll reported a hang-up, the peer's half-close or an error: it stays.
     var peerClosed = false
+    /// A stream socket (its short reads mean "empty"); `nil` until asked.
+    var isStreamSocket: Bool?
+    /// EPOLLOUT is in the registration (added when a writer first waits: readers alone would
+    /// be woken by every edge of the other side's reads).
+    var watchesOutput = false
     var readers: ContiguousArray<_ReadyOp> = []
     var writers: ContiguousArray<_ReadyOp> = []
 
-    init(generation: UInt32) {
+    /// Its epoll data: the descriptor and the generation.
+    let token: UInt64
+
+    init(generation: UInt32, token: UInt64) {
         self.generation = generation
+        self.token = token
     }
 }
 
@@ -869,8 +954,9 @@ internal final class _ReadyOp: @unchecked Sendable {
     var linked: _ReadyOp?
     /// For a link: the result that counts as "in full" (-1: any non-negative).
     var expectedResult = -1
-    /// The descriptor it waits on (parked), else -1.
+    /// The descriptor it waits on (parked), else -1, and its registration.
     var waitFD: CInt = -1
+    fileprivate var watch: _Watch?
     /// Its registration goes when it completes (a descriptor the core does not hold on to).
     var transient = false
     /// One-time preparation done (a listening socket made non-blocking).
