@@ -598,6 +598,9 @@ class Server:
                 listening.set_result(line)
             elif line.startswith("echo-server: ring "):
                 pass  # --stats: the rings' counters, on exit
+            elif line.startswith(("echo-server engine: ", "http-server engine: ")):
+                # Which engine serves (RINGIO_BACKEND, inherited, picks one), and why.
+                print(f"soak: {self.name}: {line.split(' ', 1)[1]}", flush=True)
             else:
                 self.unexpected.append(line)
 
