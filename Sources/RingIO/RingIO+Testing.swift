@@ -26,14 +26,6 @@ package enum _RingIOTesting {
         }
     }
 
-    /// The engine a loop made with no `backend:` takes in this process (`RINGIO_BACKEND`, else
-    /// io_uring where the kernel allows it); `nil` when none can be set up.
-    package static let defaultBackend: RingLoop.Backend? = {
-        guard let ring = try? RingLoop(entries: 4) else { return nil }
-        defer { ring.shutdown() }
-        return ring.backend
-    }()
-
     /// Whether io_uring can be set up in this process, whatever engine loops take by default.
     package static let ioUringAvailable: Bool = {
         guard let ring = try? RingLoop(entries: 4, backend: .ioUring) else { return false }

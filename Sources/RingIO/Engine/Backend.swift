@@ -70,10 +70,8 @@ internal struct _BackendSelection: Sendable {
     let reason: String
 }
 
-/// The engine of one ring: what `_RingCore` submits to and reaps from.
-///
-/// One predictable branch per call on the hot path; `_URing` stays a struct of a pointer and
-/// immutable values, so the io_uring case costs what it did before there was a second engine.
+/// The engine of one ring, as set up: its sizes, buffer rings and tear-down. (`_RingCore`'s
+/// hot path — submit, reap — tests the two cases apart, without switching over this enum.)
 internal enum _Backend {
     case uring(_URing)
     case readiness(_ReadinessEngine)
@@ -156,29 +154,6 @@ internal enum _Backend {
     var features: UInt32 {
         if case .uring(let uring) = self { return uring.features }
         return 0
-    }
-
-    @inline(__always)
-    func submit(wait: Bool) throws(Errno) -> Int {
-        switch self {
-        case .uring(let uring): return try uring.submit(wait: wait)
-        case .readiness(let engine): return try engine.submit(wait: wait)
-        }
-    }
-
-    @inline(__always)
-    func reap(into buffer: UnsafeMutableBufferPointer<RingCompletion>) -> Int {
-        switch self {
-        case .uring(let uring): return uring.reap(into: buffer)
-        case .readiness(let engine): return engine.reap(into: buffer)
-        }
-    }
-
-    /// Whether completions wait in the kernel's overflow list (never for the readiness
-    /// engine, whose completion list grows).
-    var hasOverflow: Bool {
-        if case .uring(let uring) = self { return uring.hasOverflow }
-        return false
     }
 
     func registerBufferRing(entries: UInt16, group: UInt16) throws(Errno) -> _BufferRingHandle {

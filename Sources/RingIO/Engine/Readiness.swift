@@ -855,13 +855,7 @@ internal final class _ReadinessEngine {
 
     /// Allocates a buffer ring for `group` in the layout io_uring reads, read here instead.
     internal func registerBufferRing(entries: UInt16, group: UInt16) throws(Errno) -> _BufferRingHandle {
-        precondition(entries > 0 && entries & (entries - 1) == 0, "buffer ring entries must be a power of two")
-        let byteCount = Int(entries) * MemoryLayout<io_uring_buf>.stride
-        let memory = try _POSIX.allocate(byteCount: byteCount, alignment: _POSIX.pageSize)
-        memory.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
-        let ring = memory.assumingMemoryBound(to: io_uring_buf_ring.self)
-        io_uring_buf_ring_init(ring)
-        let handle = _BufferRingHandle(ring: ring, mask: io_uring_buf_ring_mask(UInt32(entries)), group: group)
+        let handle = try _BufferRingHandle.allocate(entries: entries, group: group)
         self.groups[group] = _BufferGroup(handle: handle)
         return handle
     }

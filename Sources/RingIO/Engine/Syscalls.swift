@@ -180,25 +180,19 @@ internal struct _URing {
     /// Allocates and registers a provided-buffer ring of `entries` (a power of two) for
     /// buffer group `group`.
     ///
-    /// The corresponding liburing calls are `io_uring_register_buf_ring` and
-    /// `io_uring_buf_ring_init` (liburing 2.3 has no `io_uring_setup_buf_ring`).
+    /// The corresponding liburing call is `io_uring_register_buf_ring`.
     internal func registerBufferRing(entries: UInt16, group: UInt16) throws(Errno) -> _BufferRingHandle {
-        precondition(entries > 0 && entries & (entries - 1) == 0, "buffer ring entries must be a power of two")
-        let byteCount = Int(entries) * MemoryLayout<io_uring_buf>.stride
-        let memory = try _POSIX.allocate(byteCount: byteCount, alignment: _POSIX.pageSize)
-        memory.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
-        let bufferRing = memory.assumingMemoryBound(to: io_uring_buf_ring.self)
+        let handle = try _BufferRingHandle.allocate(entries: entries, group: group)
         var registration = io_uring_buf_reg()
-        registration.ring_addr = UInt64(UInt(bitPattern: memory))
+        registration.ring_addr = UInt64(UInt(bitPattern: handle.ring))
         registration.ring_entries = UInt32(entries)
         registration.bgid = group
         let result = io_uring_register_buf_ring(self.ring, &registration, 0)
         guard result == 0 else {
-            _POSIX.deallocate(memory)
+            _POSIX.deallocate(handle.ring)
             throw Errno(rawValue: -result)
         }
-        io_uring_buf_ring_init(bufferRing)
-        return _BufferRingHandle(ring: bufferRing, mask: io_uring_buf_ring_mask(UInt32(entries)), group: group)
+        return handle
     }
 
     /// Unregisters and frees a buffer ring.
@@ -230,10 +224,24 @@ internal struct _BufferRingHandle {
     internal let mask: Int32
     internal let group: UInt16
 
-    internal init(ring: UnsafeMutablePointer<io_uring_buf_ring>, mask: Int32, group: UInt16) {
+    private init(ring: UnsafeMutablePointer<io_uring_buf_ring>, mask: Int32, group: UInt16) {
         self.ring = ring
         self.mask = mask
         self.group = group
+    }
+
+    /// Allocates an empty ring of `entries` (a power of two) for group `group`, page-aligned,
+    /// in the layout io_uring reads (the readiness engine reads the same); freed with
+    /// `_POSIX.deallocate(ring)`. The corresponding liburing call is `io_uring_buf_ring_init`
+    /// (liburing 2.3 has no `io_uring_setup_buf_ring`).
+    internal static func allocate(entries: UInt16, group: UInt16) throws(Errno) -> _BufferRingHandle {
+        precondition(entries > 0 && entries & (entries - 1) == 0, "buffer ring entries must be a power of two")
+        let byteCount = Int(entries) * MemoryLayout<io_uring_buf>.stride
+        let memory = try _POSIX.allocate(byteCount: byteCount, alignment: _POSIX.pageSize)
+        memory.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
+        let ring = memory.assumingMemoryBound(to: io_uring_buf_ring.self)
+        io_uring_buf_ring_init(ring)
+        return _BufferRingHandle(ring: ring, mask: io_uring_buf_ring_mask(UInt32(entries)), group: group)
     }
 
     /// Stages buffer `id` at `address` for the next `publish`, `offset` entries past the
