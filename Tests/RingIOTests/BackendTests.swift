@@ -31,6 +31,7 @@ struct BackendTests {
         #expect(epoll.setup.submissionEntries == 64)
         #expect(epoll.setup.completionEntries == 256)
         #expect(!epoll.setup.deferredTaskRun && !epoll.setup.cooperativeTaskRun && !epoll.setup.noDrop)
+        #expect(!epoll.setup.registeredRingDescriptor)
         if _RingIOTesting.ioUringAvailable {
             let uring = try RingLoop(entries: 64, backend: .ioUring)
             defer { uring.shutdown() }

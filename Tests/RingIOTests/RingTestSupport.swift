@@ -150,3 +150,13 @@ extension _RingIOTesting {
         return result < 0 ? .failure(Errno(rawValue: -result)) : .success(Int(result))
     }
 }
+
+/// Whether the running kernel is `major.minor` or later (uname's release, e.g. "6.18.44-…").
+func kernelIsAtLeast(_ major: Int, _ minor: Int) -> Bool {
+    var names = utsname()
+    guard uname(&names) == 0 else { return false }
+    let release = withUnsafeBytes(of: &names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    let parts = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+    guard parts.count == 2 else { return false }
+    return (parts[0], parts[1]) >= (major, minor)
+}

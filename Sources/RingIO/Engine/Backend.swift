@@ -150,6 +150,13 @@ internal enum _Backend {
         return 0
     }
 
+    /// Whether io_uring's descriptor is registered with the ring thread; never for the
+    /// readiness engine.
+    var registeredRingDescriptor: Bool {
+        if case .uring(let uring) = self { return uring.registeredRingDescriptor }
+        return false
+    }
+
     /// io_uring's feature flags; none for the readiness engine.
     var features: UInt32 {
         if case .uring(let uring) = self { return uring.features }

@@ -140,7 +140,8 @@ internal final class _RingCore: @unchecked Sendable {
             completionEntries: backend.completionEntries,
             deferredTaskRun: flags & IORING_SETUP_DEFER_TASKRUN != 0,
             cooperativeTaskRun: flags & IORING_SETUP_COOP_TASKRUN != 0,
-            noDrop: backend.features & IORING_FEAT_NODROP != 0
+            noDrop: backend.features & IORING_FEAT_NODROP != 0,
+            registeredRingDescriptor: backend.registeredRingDescriptor
         )
         if case .readiness(let engine) = backend { engine.persistentFD = eventFD }
         self.ready = _TurnBuffer(capacity: Int(backend.completionEntries))

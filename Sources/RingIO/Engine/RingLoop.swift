@@ -217,6 +217,10 @@ extension RingLoop {
         public var cooperativeTaskRun: Bool
         /// The kernel never drops completions when the CQ overflows (FEAT_NODROP).
         public var noDrop: Bool
+        /// The ring's descriptor is registered with its thread (Linux 5.18), so each
+        /// `io_uring_enter` names the ring by index, with no descriptor lookup. Never under
+        /// valgrind, nor on the readiness engine.
+        public var registeredRingDescriptor: Bool
     }
 
     /// Counts kept by a ring, readable from any thread (relaxed: each is exact, but a snapshot

@@ -44,6 +44,8 @@ internal struct _URing {
     internal let features: UInt32
     internal let submissionEntries: UInt32
     internal let completionEntries: UInt32
+    /// The ring's descriptor is registered with the ring thread (see `init`).
+    internal let registeredRingDescriptor: Bool
 
     /// The setup flag sets tried in order, best first; the kernel answers `EINVAL` to a flag it
     /// does not know, and we fall back to the next set. A ring that waits in `poll(2)` skips
@@ -77,6 +79,14 @@ internal struct _URing {
             params.cq_entries = entries &* cqMultiple
             let result = io_uring_queue_init_params(entries, ring, &params)
             if result == 0 {
+                // The ring's descriptor, registered with this thread (Linux 5.18): each
+                // io_uring_enter then names the ring by its index, with no descriptor-table
+                // lookup and reference count. Per thread, as this ring's submitter is; liburing
+                // uses it for every enter once it is there, and unregisters it in
+                // `io_uring_queue_exit`. Optional: an older kernel refuses it (EINVAL) and the
+                // plain descriptor serves. Not under valgrind, which checks the descriptor
+                // argument and does not know the registered form.
+                self.registeredRingDescriptor = !waitsInPoll && io_uring_register_ring_fd(ring) == 1
                 self.ring = ring
                 self.waitsInPoll = waitsInPoll
                 self.setupFlags = flags
