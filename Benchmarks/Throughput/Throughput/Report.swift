@@ -51,8 +51,22 @@ enum Format {
 struct TargetCheck: Codable {
     var target: String
     var measured: String
-    /// `nil`: not measured in this run (a peer missing, a failure).
+    /// Judged on the ratio of the medians. `nil`: not measured in this run (a peer missing, a
+    /// failure).
     var met: Bool?
+    /// In how many repetitions the ratio of that repetition's two runs (run side by side)
+    /// meets the target, of ``repetitions``: where they disagree, the target is inside the
+    /// machine's noise. `nil` for a figure that is not a ratio, or a single repetition.
+    var metInRepetitions: Int? = nil
+    var repetitions: Int? = nil
+}
+
+/// A target's figure: the ratio of two servers' medians, and the same ratio repetition by
+/// repetition (each repetition runs the servers one after the other, so its pair shares the
+/// machine's state of the moment).
+struct Measured {
+    var value: Double
+    var perRepetition: [Double]
 }
 
 extension RunReport {
@@ -70,6 +84,29 @@ extension RunReport {
         return a.median / b.median
     }
 
+    /// ``ratio(_:_:over:cpu:)`` with the same ratio per repetition (the runs of one repetition
+    /// paired); `inverted`: RingIO's figure over the other's.
+    func measured(_ workload: String, _ key: String, over base: String = "ringio", cpu: Bool, inverted: Bool = false)
+        -> Measured?
+    {
+        guard let value = self.ratio(workload, key, over: base, cpu: cpu),
+            let result = self.workloads.first(where: { $0.key == workload }),
+            let reference = result.server(base), let other = result.server(key)
+        else { return nil }
+        func figure(_ sample: Sample) -> Double? {
+            if cpu { return sample.serverCPU }
+            return result.primary == .operations ? sample.operationsPerSecond : sample.megabytesPerSecond
+        }
+        var pairs: [Double] = []
+        for sample in other.samples {
+            guard let partner = reference.samples.first(where: { $0.repetition == sample.repetition }),
+                let a = figure(sample), let b = figure(partner), a > 0, b > 0
+            else { continue }
+            pairs.append(inverted ? b / a : a / b)
+        }
+        return Measured(value: inverted ? 1 / value : value, perRepetition: pairs)
+    }
+
     /// The server the `× RingIO` columns and the chart divide by on `workload`: RingIO on
     /// io_uring, or on the readiness engine in a run without io_uring (`--backend epoll`).
     func base(_ workload: WorkloadResult) -> String {
@@ -84,41 +121,57 @@ extension RunReport {
         var checks: [TargetCheck] = []
         func add(
             _ target: String,
-            _ value: Double?,
+            _ measured: Measured?,
             _ describe: (Double) -> String,
             _ met: (Double) -> Bool,
             unmeasured: String = "not measured"
         ) {
+            guard let measured else {
+                checks.append(TargetCheck(target: target, measured: unmeasured, met: nil))
+                return
+            }
+            var text = describe(measured.value)
+            let pairs = measured.perRepetition
+            var metIn: Int?
+            if pairs.count > 1, let spread = Spread(pairs) {
+                let count = pairs.filter(met).count
+                metIn = count
+                text +=
+                    "; per repetition \(Format.ratio(spread.min))–\(Format.ratio(spread.max)), "
+                    + "met in \(count) of \(pairs.count)"
+            }
             checks.append(
                 TargetCheck(
                     target: target,
-                    measured: value.map(describe) ?? unmeasured,
-                    met: value.map(met)
+                    measured: text,
+                    met: met(measured.value),
+                    metInRepetitions: metIn,
+                    repetitions: pairs.count > 1 ? pairs.count : nil
                 )
             )
         }
         let perRoundTrip = "server CPU per round trip"
         add(
             "Echo 64 B: RingIO's \(perRoundTrip) ≤ 1.0× the C liburing server's",
-            self.ratio("echo-64B", "uring", cpu: true).map { 1 / $0 },
+            self.measured("echo-64B", "uring", cpu: true, inverted: true),
             { "RingIO uses \(Format.ratio($0)) the C server's CPU" },
             { $0 <= 1.0 }
         )
         add(
             "Echo 64 B: SwiftNIO uses ≥ 1.5× RingIO's \(perRoundTrip)",
-            self.ratio("echo-64B", "nio", cpu: true),
+            self.measured("echo-64B", "nio", cpu: true),
             { "SwiftNIO uses \(Format.ratio($0)) RingIO's CPU" },
             { $0 >= 1.5 }
         )
         add(
             "Echo 64 B: Dispatch uses ≥ 10× RingIO's \(perRoundTrip)",
-            self.ratio("echo-64B", "dispatch", cpu: true),
+            self.measured("echo-64B", "dispatch", cpu: true),
             { "Dispatch uses \(Format.ratio($0)) RingIO's CPU" },
             { $0 >= 10 }
         )
         add(
             "Echo 64 B with a 10 ms strict interval: \(perRoundTrip) ≤ 1.1× the same echo's without one",
-            self.ratio("echo-64B-interval", "ringio-interval", cpu: true),
+            self.measured("echo-64B-interval", "ringio-interval", cpu: true),
             { "the interval costs \(Format.ratio($0)) the CPU" },
             { $0 <= 1.1 }
         )
@@ -127,7 +180,7 @@ extension RunReport {
         ] {
             add(
                 "\(label): RingIO's server CPU per operation ≤ \(Format.ratio(limit)) the C liburing server's",
-                self.ratio(workload, "uring", cpu: true).map { 1 / $0 },
+                self.measured(workload, "uring", cpu: true, inverted: true),
                 { "RingIO uses \(Format.ratio($0)) the C server's CPU" },
                 { $0 <= limit }
             )
@@ -136,46 +189,46 @@ extension RunReport {
         for (workload, label) in [("echo-64B", "Echo 64 B"), ("echo-64KiB", "Echo 64 KiB ping-pong")] {
             add(
                 "\(label): RingIO async's \(perRoundTrip) ≤ 1.2× RingIO's with completion handlers",
-                self.ratio(workload, "ringio-async", cpu: true),
+                self.measured(workload, "ringio-async", cpu: true),
                 { "RingIO async uses \(Format.ratio($0)) the handler server's CPU" },
                 { $0 <= 1.2 }
             )
         }
         add(
             "Echo 64 B: RingIO async's \(perRoundTrip) ≤ 0.7× SwiftNIO async's (NIOAsyncChannel)",
-            self.ratio("echo-64B", "ringio-async", over: "nio-async", cpu: true),
+            self.measured("echo-64B", "ringio-async", over: "nio-async", cpu: true),
             { "RingIO async uses \(Format.ratio($0)) SwiftNIO async's CPU" },
             { $0 <= 0.7 }
         )
         for (workload, label) in [("http-hello", "loadgen"), ("http-hello-wrk", "wrk")] {
             add(
                 "HTTP hello, keep-alive (\(label)): RingIO ≥ 1.2× nginx's requests/s (one worker)",
-                self.ratio(workload, "nginx", cpu: false).map { 1 / $0 },
+                self.measured(workload, "nginx", cpu: false, inverted: true),
                 { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
                 { $0 >= 1.2 }
             )
             add(
                 "HTTP hello, keep-alive (\(label)): RingIO's server CPU per request ≤ 0.85× nginx's",
-                self.ratio(workload, "nginx", cpu: true).map { 1 / $0 },
+                self.measured(workload, "nginx", cpu: true, inverted: true),
                 { "RingIO uses \(Format.ratio($0)) nginx's CPU" },
                 { $0 <= 0.85 }
             )
             add(
                 "HTTP hello, keep-alive (\(label)): RingIO async ≥ 3× Hummingbird's requests/s",
-                self.ratio(workload, "ringio-async", over: "hummingbird", cpu: false),
+                self.measured(workload, "ringio-async", over: "hummingbird", cpu: false),
                 { "RingIO async serves \(Format.ratio($0)) Hummingbird's requests/s" },
                 { $0 >= 3 }
             )
             add(
                 "HTTP hello, keep-alive (\(label)): RingIO async ≥ 0.9× nginx's requests/s (one worker)",
-                self.ratio(workload, "ringio-async", over: "nginx", cpu: false),
+                self.measured(workload, "ringio-async", over: "nginx", cpu: false),
                 { "RingIO async serves \(Format.ratio($0)) nginx's requests/s" },
                 { $0 >= 0.9 }
             )
         }
         add(
             "HTTP hello, pipelined ×16: RingIO ≥ 3× nginx's requests/s",
-            self.ratio("http-pipelined", "nginx", cpu: false).map { 1 / $0 },
+            self.measured("http-pipelined", "nginx", cpu: false, inverted: true),
             { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
             { $0 >= 3 }
         )
@@ -184,7 +237,7 @@ extension RunReport {
         let notRun = self.ran(.epoll) ? "not measured" : "not run (`--backend both` runs it)"
         add(
             "Echo 64 B: RingIO (epoll)'s \(perRoundTrip) ≤ 1.0× SwiftNIO's (both on epoll)",
-            self.ratio("echo-64B", epoll, over: "nio", cpu: true),
+            self.measured("echo-64B", epoll, over: "nio", cpu: true),
             { "RingIO (epoll) uses \(Format.ratio($0)) SwiftNIO's CPU" },
             { $0 <= 1.0 },
             unmeasured: notRun
@@ -192,7 +245,7 @@ extension RunReport {
         for (workload, label) in [("http-hello", "loadgen"), ("http-hello-wrk", "wrk")] {
             add(
                 "HTTP hello, keep-alive (\(label)): RingIO (epoll) ≥ 1.5× SwiftNIO's requests/s (both on epoll)",
-                self.ratio(workload, epoll, over: "nio", cpu: false),
+                self.measured(workload, epoll, over: "nio", cpu: false),
                 { "RingIO (epoll) serves \(Format.ratio($0)) SwiftNIO's requests/s" },
                 { $0 >= 1.5 },
                 unmeasured: notRun
@@ -205,13 +258,13 @@ extension RunReport {
                 let label = "Static file \(file.label), keep-alive (\(client))"
                 add(
                     "\(label): RingIO ≥ 1.0× nginx's requests/s (one worker, sendfile)",
-                    self.ratio(workload, "nginx", cpu: false).map { 1 / $0 },
+                    self.measured(workload, "nginx", cpu: false, inverted: true),
                     { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
                     { $0 >= 1.0 }
                 )
                 add(
                     "\(label): RingIO's server CPU per request ≤ 1.0× nginx's",
-                    self.ratio(workload, "nginx", cpu: true).map { 1 / $0 },
+                    self.measured(workload, "nginx", cpu: true, inverted: true),
                     { "RingIO uses \(Format.ratio($0)) nginx's CPU" },
                     { $0 <= 1.0 }
                 )
@@ -219,14 +272,14 @@ extension RunReport {
         }
         add(
             "File read, warm cache: RingIO ≥ 0.9× fio io_uring's MB/s",
-            self.ratio("file-read", "fio", cpu: false).map { 1 / $0 },
+            self.measured("file-read", "fio", cpu: false, inverted: true),
             { "RingIO reads at \(Format.ratio($0)) fio's rate" },
             { $0 >= 0.9 }
         )
         let idle = self.memory.first { $0.key == "ringio" && $0.group == .echo }?.idleBytesPerConnection
         add(
             "Idle connections: RingIO's resident memory per idle connection ≤ 2 KiB",
-            idle,
+            idle.map { Measured(value: $0, perRepetition: []) },
             { "\(Format.bytes($0)) per connection" },
             { $0 <= 2048 }
         )
@@ -255,7 +308,10 @@ extension RunReport {
             """
         text += "## Targets\n\n| target | this run | met |\n|---|---|---|\n"
         for check in self.targets {
-            let met = check.met.map { $0 ? "yes" : "**no**" } ?? "–"
+            var met = check.met.map { $0 ? "yes" : "**no**" } ?? "–"
+            if let metIn = check.metInRepetitions, let repetitions = check.repetitions, metIn > 0 && metIn < repetitions {
+                met += " (noise: \(metIn) of \(repetitions))"
+            }
             text += "| \(check.target) | \(check.measured) | \(met) |\n"
         }
         text += "\n## Results\n\n"

@@ -36,11 +36,18 @@ internal final class _ProvidedBuffers {
     private let handle: _BufferRingHandle
 
     // MARK: Ring thread only
+    // Unsafe storage, so that the per-turn scan pays no array uniqueness or bounds checks.
+    // Invariants:
+    // - `owners` holds `bufferCount` initialized owners, one per buffer id, from `init` to
+    //   `deinit`, which deinitializes and frees them;
+    // - `onLoan` has room for `bufferCount` ids, and its first `loanCount` are the buffers on
+    //   loan. A buffer is on loan at most once: the kernel hands out an id only after it was
+    //   published back, and only ids taken out of `onLoan` are (so `loanCount ≤ bufferCount`).
     /// One owner per buffer id, for the pool's whole life.
-    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
-    @exclusivity(unchecked) private var owners: ContiguousArray<_ProvidedBufferOwner>
-    /// Buffer ids on loan to ropes.
-    @exclusivity(unchecked) private var onLoan: [UInt16] = []
+    private let owners: UnsafeMutablePointer<_ProvidedBufferOwner>
+    /// Buffer ids on loan to ropes: the first `loanCount`.
+    private let onLoan: UnsafeMutablePointer<UInt16>
+    private var loanCount = 0
 
     internal init(backend: _Backend, group: UInt16, bufferCount: Int, bufferSize: Int) throws(Errno) {
         precondition(bufferCount > 0 && bufferCount <= 32_768 && bufferCount & (bufferCount - 1) == 0)
@@ -50,7 +57,11 @@ internal final class _ProvidedBuffers {
         let memory = try _BufferMemory(byteCount: bufferCount * bufferSize)
         self.memory = memory
         self.handle = try backend.registerBufferRing(entries: UInt16(bufferCount), group: group)
-        self.owners = ContiguousArray((0..<bufferCount).map { _ in _ProvidedBufferOwner(memory) })
+        self.owners = .allocate(capacity: bufferCount)
+        for id in 0..<bufferCount {
+            (self.owners + id).initialize(to: _ProvidedBufferOwner(memory))
+        }
+        self.onLoan = .allocate(capacity: bufferCount)
         for id in 0..<bufferCount {
             self.handle.stage(self.address(of: UInt16(id)), length: bufferSize, id: UInt16(id), offset: id)
         }
@@ -62,12 +73,18 @@ internal final class _ProvidedBuffers {
         backend.unregisterBufferRing(self.handle)
     }
 
+    deinit {
+        self.owners.deinitialize(count: self.bufferCount)
+        self.owners.deallocate()
+        self.onLoan.deallocate()
+    }
+
     private func address(of id: UInt16) -> UnsafeMutableRawPointer {
         self.memory.base + Int(id) * self.bufferSize
     }
 
     /// The number of buffers held by ropes.
-    internal var buffersOnLoan: Int { self.onLoan.count }
+    internal var buffersOnLoan: Int { self.loanCount }
 
     /// The base address and size of all buffer memory (for tests of the zero-copy claim).
     internal var memoryRange: Range<UInt> {
@@ -78,7 +95,9 @@ internal final class _ProvidedBuffers {
     /// Lends buffer `id`, which the kernel filled with `length` bytes, as a one-region rope.
     internal func lend(_ id: UInt16, length: Int) -> ByteRope {
         precondition(Int(id) < self.bufferCount && length > 0 && length <= self.bufferSize, "bad buffer completion")
-        self.onLoan.append(id)
+        assert(self.loanCount < self.bufferCount, "a buffer lent twice")
+        self.onLoan[self.loanCount] = id
+        self.loanCount += 1
         return ByteRope(
             unsafeOwner: self.owners[Int(id)],
             bytes: UnsafeRawBufferPointer(start: self.address(of: id), count: length)
@@ -91,20 +110,22 @@ internal final class _ProvidedBuffers {
     /// - Complexity: O(buffers on loan); no allocation.
     @discardableResult
     internal func collectReturned() -> Int {
-        guard !self.onLoan.isEmpty else { return 0 }
+        var count = self.loanCount
+        guard count > 0 else { return 0 }
         var returned = 0
         var index = 0
-        while index < self.onLoan.count {
+        while index < count {
             let id = self.onLoan[index]
             if isKnownUniquelyReferenced(&self.owners[Int(id)]) {
                 self.handle.stage(self.address(of: id), length: self.bufferSize, id: id, offset: returned)
                 returned += 1
-                self.onLoan.swapAt(index, self.onLoan.count - 1)
-                self.onLoan.removeLast()
+                count -= 1
+                self.onLoan[index] = self.onLoan[count]  // the last one takes its place
             } else {
                 index += 1
             }
         }
+        self.loanCount = count
         if returned > 0 {
             atomicMemoryFence(ordering: .acquiring)
             self.handle.publish(returned)
