@@ -48,6 +48,11 @@ struct ServerResult: Codable, Sendable {
         }
     }
     var serverCPU: Spread? { Spread(self.samples.compactMap(\.serverCPU)) }
+    /// The load generator's core was busy (≥ 95%, median over the repetitions) while it drove
+    /// this server: the rate is then the client's limit as much as the server's.
+    var isClientBound: Bool {
+        Spread(self.samples.compactMap(\.clientBusy)).map { $0.median >= 0.95 } ?? false
+    }
     var latency: LatencySummary? {
         let all = self.samples.compactMap(\.latency)
         guard let p50 = Spread(all.map(\.p50)), let p99 = Spread(all.map(\.p99)), let max = Spread(all.map(\.max))
