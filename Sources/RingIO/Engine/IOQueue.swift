@@ -17,7 +17,11 @@ import Dispatch
 /// The protocol only marks where RingIO may run work; it adds nothing you call to
 /// `DispatchQueue`. To run work yourself, use the queue's own API: `async` on a
 /// `DispatchQueue`, ``RingLoop/enqueue(_:)`` on a ring.
-public protocol IOQueue: Sendable {
+///
+/// A queue is an object (`AnyObject`): it has an identity, the one its handlers are ordered on,
+/// and RingIO holds it as a reference — an `any IOQueue` is two words, copied with one retain,
+/// on every operation.
+public protocol IOQueue: AnyObject, Sendable {
     /// RingIO's entry point: runs `work` on this queue, asynchronously (never inside the
     /// call). Underscored because it is RingIO's, not part of the API you call; it stays
     /// out of the documentation and of code completion on `DispatchQueue`. `DispatchQueue`
