@@ -59,8 +59,8 @@ struct TargetCheck: Codable {
     /// machine's noise. `nil` for a figure that is not a ratio, or a single repetition.
     var metInRepetitions: Int? = nil
     var repetitions: Int? = nil
-    /// Short of the target, with the load generator saturated: undecided (see
-    /// ``Measured/upperClientBound``).
+    /// Short of the target with the load generator saturated on the upper server's runs
+    /// (see ``Measured/upperClientBound``): still a miss, but not the server's alone.
     var clientBound: Bool? = nil
 }
 
@@ -71,9 +71,9 @@ struct Measured {
     var value: Double
     var perRepetition: [Double]
     /// A throughput ratio whose upper server (RingIO's, in "RingIO ≥ 1.2× nginx's
-    /// requests/s") ran into the load generator's limit: its core was busy (≥ 95%, median),
-    /// so that server's rate is the client's ceiling, not the server's, and a ratio short of
-    /// the target does not show the server falling short.
+    /// requests/s") ran into the load generator's limit: its core was busy (≥ 95%, median), so
+    /// that rate is the client's ceiling as much as the server's — how much work the client
+    /// spends per response, which the server's way of answering also shapes.
     var upperClientBound = false
 }
 
@@ -157,11 +157,11 @@ extension RunReport {
                     "; per repetition \(Format.ratio(spread.min))–\(Format.ratio(spread.max)), "
                     + "met in \(count) of \(pairs.count)"
             }
-            var verdict: Bool? = met(measured.value)
-            if verdict == false && measured.upperClientBound {
-                // Undecided here: the load generator, not the server, set the rate.
-                verdict = nil
-                text += " (the load generator's core was saturated: the client's limit, not the server's)"
+            let verdict = met(measured.value)
+            let clientBound = !verdict && measured.upperClientBound
+            if clientBound {
+                // Reported as measured, and said: the load generator set the rate.
+                text += " (the load generator's core was saturated: its limit as much as the server's)"
             }
             checks.append(
                 TargetCheck(
@@ -170,7 +170,7 @@ extension RunReport {
                     met: verdict,
                     metInRepetitions: metIn,
                     repetitions: pairs.count > 1 ? pairs.count : nil,
-                    clientBound: verdict == nil ? true : nil
+                    clientBound: clientBound ? true : nil
                 )
             )
         }
@@ -332,7 +332,8 @@ extension RunReport {
             """
         text += "## Targets\n\n| target | this run | met |\n|---|---|---|\n"
         for check in self.targets {
-            var met = check.met.map { $0 ? "yes" : "**no**" } ?? (check.clientBound == true ? "undecided" : "–")
+            var met = check.met.map { $0 ? "yes" : "**no**" } ?? "–"
+            if check.clientBound == true { met += " (client-bound)" }
             if let metIn = check.metInRepetitions, let repetitions = check.repetitions,
                 metIn > 0 && metIn < repetitions
             {
