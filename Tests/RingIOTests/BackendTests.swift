@@ -44,6 +44,36 @@ struct BackendTests {
         #expect(group.backend == .epoll)
     }
 
+    @Test(
+        "entries outside 1...16384 fail set-up, on either engine, naming the range: no silent switch to epoll",
+        arguments: [UInt32(0), 16_385, 32_768, 1 << 20]
+    )
+    func entriesOutOfRange(entries: UInt32) throws {
+        for backend in [nil] + runnableBackends.map(Optional.some) {
+            let error = #expect(
+                throws: RingSetupError.self,
+                "entries \(entries), engine \(backend.map { "\($0)" } ?? "default")"
+            ) {
+                try RingLoop(entries: entries, backend: backend).shutdown()
+            }
+            #expect(error?.errno == .invalidArgument)
+            #expect(error?.description.contains("1...16384") == true, "\(error.map { "\($0)" } ?? "")")
+        }
+        #expect(throws: RingSetupError.self) { try RingLoopGroup(count: 1, entries: entries).shutdown() }
+    }
+
+    @Test("the largest ring, 16,384 entries (a 65,536-entry completion queue), sets up on each engine")
+    func largestRing() throws {
+        for backend in runnableBackends {
+            let ring = try RingLoop(entries: 16_384, backend: backend)
+            defer { ring.shutdown() }
+            #expect(ring.backend == backend)
+            #expect(ring.setup.submissionEntries == 16_384)
+            #expect(ring.setup.completionEntries == 65_536)
+            #expect(try _RingIOTesting.perform(.nop, on: ring) == 0)
+        }
+    }
+
     @Test("a default loop takes RINGIO_BACKEND's engine, else io_uring where allowed, else epoll")
     func defaultChoice() throws {
         let ring = try RingLoop(entries: 8)

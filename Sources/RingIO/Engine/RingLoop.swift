@@ -89,11 +89,15 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     /// `UnownedSerialExecutor` does not retain it.
     public let serialExecutor: RingSerialExecutor
 
+    /// The submission queue sizes a ring takes: its completion queue, four times larger, is at
+    /// most io_uring's limit of 65,536 entries. The readiness engine takes the same range.
+    public static let entriesRange: ClosedRange<UInt32> = 1...16_384
+
     /// Sets up a ring and starts its thread.
     ///
     /// - Parameters:
-    ///   - entries: The submission queue size (rounded up to a power of two by the kernel);
-    ///     the completion queue is four times larger.
+    ///   - entries: The submission queue size, in ``entriesRange`` (rounded up to a power of two
+    ///     by the kernel); the completion queue is four times larger.
     ///   - receiveBuffers: How many provided receive buffers the ring registers (a power of
     ///     two, at most 32,768) on first use. This caps the bytes received and not yet
     ///     released at `receiveBuffers × receiveBufferSize`.
@@ -102,7 +106,8 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     ///     else io_uring where the kernel allows it and the readiness engine (epoll) where it
     ///     refuses it (see ``Backend``).
     /// - Throws: ``RingSetupError`` naming the cause and the remedy when io_uring is forced
-    ///   and refused, or for a resource error (ENOMEM from a low locked-memory limit, EMFILE).
+    ///   and refused, when `entries` is outside ``entriesRange`` (EINVAL, on either engine), or
+    ///   for a resource error (ENOMEM from a low locked-memory limit, EMFILE).
     public convenience init(
         entries: UInt32 = 256,
         receiveBuffers: Int = 256,
@@ -133,6 +138,9 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
             "receiveBuffers must be a power of two in 1...32768"
         )
         precondition(receiveBufferSize > 0, "receiveBufferSize must be positive")
+        // Checked here, for both engines: io_uring would answer EINVAL, which automatic
+        // selection reads as io_uring refused, and would quietly take epoll.
+        guard Self.entriesRange.contains(entries) else { throw RingSetupError(badEntries: entries) }
         let core = try _RingCore.start(
             entries: entries,
             receiveBufferCount: receiveBuffers,

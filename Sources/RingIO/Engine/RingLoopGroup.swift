@@ -26,7 +26,7 @@ public final class RingLoopGroup: Sendable {
     ///
     /// - Parameters:
     ///   - count: How many rings (threads); defaults to the number of online cores.
-    ///   - entries: Each ring's submission queue size.
+    ///   - entries: Each ring's submission queue size, in ``RingLoop/entriesRange``.
     ///   - backend: The engine the rings run on; `nil` (the default) chooses as
     ///     ``RingLoop/init(entries:receiveBuffers:receiveBufferSize:backend:)`` does.
     /// - Throws: ``RingSetupError`` when a ring cannot be set up; rings already set up are

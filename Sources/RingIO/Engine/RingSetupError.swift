@@ -11,8 +11,10 @@ import SystemPackage
 ///
 /// Where io_uring is refused (EPERM, ENOSYS, EINVAL), a loop runs on the readiness engine
 /// instead (``RingLoop/Backend``): this error then comes only when io_uring is forced
-/// (`RINGIO_BACKEND=io_uring`), when `RINGIO_BACKEND` names no engine, or for a resource
-/// error (ENOMEM, EMFILE), which switching engines would not cure.
+/// (`RINGIO_BACKEND=io_uring`), when `RINGIO_BACKEND` names no engine, when `entries` is out
+/// of range (which io_uring would refuse with EINVAL as well, and which must not read as a
+/// refusal of io_uring), or for a resource error (ENOMEM, EMFILE), which switching engines would
+/// not cure.
 ///
 ///     do {
 ///         let ring = try RingLoop()
@@ -26,6 +28,8 @@ public struct RingSetupError: Error, Sendable, Equatable, CustomStringConvertibl
     private var readiness = false
     /// `RINGIO_BACKEND`'s value, when it names no engine.
     private var badBackendName: String?
+    /// The `entries` asked for, when out of ``RingLoop/entriesRange``.
+    private var badEntries: UInt32?
 
     public init(errno: Errno) {
         self.errno = errno
@@ -41,11 +45,20 @@ public struct RingSetupError: Error, Sendable, Equatable, CustomStringConvertibl
         self.badBackendName = badBackendName
     }
 
+    internal init(badEntries: UInt32) {
+        self.errno = .invalidArgument
+        self.badEntries = badEntries
+    }
+
     /// The cause and the remedy, in one sentence each.
     public var description: String {
         if let name = self.badBackendName {
             return "RINGIO_BACKEND=\(name) names no engine (EINVAL): set it to io_uring or epoll, or unset "
                 + "it to take io_uring where the kernel allows it and epoll elsewhere."
+        }
+        if let entries = self.badEntries {
+            return "entries: \(entries) is out of range (EINVAL): a ring has 1...16384 submission entries (its "
+                + "completion queue, four times larger, is at most io_uring's 65,536); on either engine."
         }
         if self.readiness {
             return "The readiness engine could not be set up (\(self.errno)): epoll_create1 or eventfd "
