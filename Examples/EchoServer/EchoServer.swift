@@ -155,7 +155,7 @@ struct EchoServer: ParsableCommand {
         // Announced once the group traps SIGINT and SIGTERM (its services start then):
         // whoever started the server may signal it as soon as it reads the port.
         let announce = ClosureService {
-            print("echo-server listening on \(listener.localAddresses.joined(separator: ", "))")
+            print("echo-server listening on \(listener.localAddresses.map(\.description).joined(separator: ", "))")
             print("echo-server engine: \(group.backend) (\(group.backendReason))")
             fflush(nil)  // at once, also into a pipe
             try? await gracefulShutdown()

@@ -139,7 +139,7 @@ struct HTTPServer: ParsableCommand {
         }
         // Announced once the group traps SIGINT and SIGTERM (its services start then).
         let announce = ClosureService {
-            print("http-server listening on \(listener.localAddresses.joined(separator: ", "))")
+            print("http-server listening on \(listener.localAddresses.map(\.description).joined(separator: ", "))")
             print("http-server engine: \(group.backend) (\(group.backendReason))")
             fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
             try? await gracefulShutdown()

@@ -275,7 +275,7 @@ struct ListenerAcceptTests {
         }
         let port = listener.port
         #expect(port != 0)
-        #expect(listener.localAddresses == ["127.0.0.1:\(port)"])
+        #expect(listener.localAddresses.map(\.description) == ["127.0.0.1:\(port)"])
         let clients = try connectClients(200, "127.0.0.1", port)
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(200))
@@ -308,7 +308,7 @@ struct ListenerAcceptTests {
         }
         let port = listener.port
         #expect(port != 0)
-        let addresses = listener.localAddresses
+        let addresses = listener.localAddresses.map(\.description)
         #expect(addresses.count == 1 && addresses.allSatisfy { $0.contains("::1") && $0.hasSuffix(":\(port)") })
         let clients = try connectClients(50, "::1", port)
         defer { for fd in clients { close(fd) } }
@@ -331,7 +331,10 @@ struct ListenerAcceptTests {
         }
         let port = listener.port
         #expect(port != 0)
-        #expect(listener.localAddresses.allSatisfy { $0.hasSuffix(":\(port)") }, "\(listener.localAddresses)")
+        #expect(
+            listener.localAddresses.map(\.description).allSatisfy { $0.hasSuffix(":\(port)") },
+            "\(listener.localAddresses.map(\.description))"
+        )
         var clients = try connectClients(10, "127.0.0.1", port)
         if ipv6LoopbackIsAvailable { clients += try connectClients(10, "::1", port) }
         defer { for fd in clients { close(fd) } }
@@ -352,7 +355,7 @@ struct ListenerAcceptTests {
             log.closeAll()
         }
         let port = listener.port
-        let addresses = listener.localAddresses
+        let addresses = listener.localAddresses.map(\.description)
         #expect(!addresses.isEmpty && addresses.allSatisfy { $0.hasSuffix(":\(port)") }, "\(addresses)")
         let clients = try connectClients(5, "127.0.0.1", port)
         defer { for fd in clients { close(fd) } }
@@ -551,7 +554,7 @@ struct ListenerOptionTests {
         )
         let port = listener.port
         #expect(port != 0)
-        #expect(listener.localAddresses == ["127.0.0.1:\(port)", "127.0.0.1:\(port)"])
+        #expect(listener.localAddresses.map(\.description) == ["127.0.0.1:\(port)", "127.0.0.1:\(port)"])
         listener.close()
         let socketsGone = eventually { listeningSocketCount(port: port) == 0 }
         #expect(socketsGone, "the listening sockets are closed")
@@ -559,7 +562,7 @@ struct ListenerOptionTests {
         let others = (0..<4).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0) }
         defer { for fd in others where fd >= 0 { close(fd) } }
         #expect(listener.port == port)
-        #expect(listener.localAddresses == ["127.0.0.1:\(port)", "127.0.0.1:\(port)"])
+        #expect(listener.localAddresses.map(\.description) == ["127.0.0.1:\(port)", "127.0.0.1:\(port)"])
     }
 
     @Test("with reusePort, a second listener binds the same port")

@@ -255,6 +255,22 @@ internal final class _ChannelState: @unchecked Sendable {
         )
     }
 
+    /// Schedules a half-close (``IOChannel/shutdownOutput(queue:handler:)``); returns its
+    /// operation, or `nil` when creation failed.
+    func scheduleShutdownOutput(
+        queue: any IOQueue,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, nil, error) }
+            return nil
+        }
+        let operation = _ShutdownOutputOperation(channel: self, entry: entry, queue: queue, handler: handler)
+        self.schedule(operation)
+        return operation
+    }
+
     /// A duplicate of this random-access channel's descriptor (opened first when it is a
     /// path's), for a file send on another channel: `deliver` gets it — the caller's to close
     /// — or why there is none (the channel was closed: ECANCELED; its creation or its open

@@ -249,10 +249,30 @@ extension IOChannel {
     }
 }
 
+extension IOChannel {
+    /// Half-closes the connection: once every write scheduled before it has finished, shuts
+    /// down the sending side of the channel's socket; see
+    /// ``shutdownOutput(queue:handler:)``.
+    ///
+    /// - Throws: ENOTSOCK when the descriptor is not a socket, ENOTCONN when it is not
+    ///   connected; `Errno.canceled` when the task is cancelled before the shutdown ran, or the
+    ///   channel is stopped; the channel's creation error.
+    public func shutdownOutput(isolation: isolated (any Actor)? = #isolation) async throws(Errno) {
+        guard let entry = self.state.entry else { throw self.state.creationFailure! }
+        let operation = _ShutdownOutputOperation(
+            channel: self.state,
+            entry: entry,
+            queue: entry.ring,
+            handler: _Operation.noHandler
+        )
+        _ = try await self.state.await(operation, collecting: false).get()
+    }
+}
+
 extension _ChannelState {
     /// Schedules `operation` (made for this channel, with no handler) and waits for its final
     /// call: a write's outcome, or a read's bytes to the end when `collecting`.
-    fileprivate func await(
+    internal func await(
         _ operation: _Operation,
         collecting: Bool,
         isolation: isolated (any Actor)? = #isolation

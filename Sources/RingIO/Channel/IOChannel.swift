@@ -353,6 +353,25 @@ public final class IOChannel: Sendable {
         )
     }
 
+    /// Half-closes the connection: once every write scheduled before it has finished (a
+    /// stream's write lane keeps the order), shuts down the sending side of the channel's
+    /// socket (`shutdown(fd, SHUT_WR)`); the peer reads end-of-file after the last byte.
+    /// Reading goes on: the peer may still answer. Writes scheduled after it fail with EPIPE.
+    ///
+    ///     channel.write(offset: 0, data: request, queue: ring) { _, _, _ in }
+    ///     channel.shutdownOutput(queue: ring) { error in … }   // after the request
+    ///
+    /// Closing the channel does not shut the socket down; closing the socket (when the channel
+    /// is cleaned up) ends both directions.
+    ///
+    /// - Parameters:
+    ///   - queue: Where `handler` runs.
+    ///   - handler: Called once: `nil`, or ENOTSOCK when the descriptor is not a socket,
+    ///     ENOTCONN when it is not connected, ECANCELED when the channel was stopped first.
+    public func shutdownOutput(queue: some IOQueue, handler: @escaping @Sendable (_ error: Errno?) -> Void) {
+        _ = self.state.scheduleShutdownOutput(queue: queue) { _, _, error in handler(error) }
+    }
+
     /// Runs `work` on the channel's queue (the one given at creation) once every operation
     /// scheduled before it on any channel of the same descriptor has finished; operations
     /// scheduled after it wait until `work` returns (R56). It is not synchronized with

@@ -198,6 +198,7 @@ extension _URing {
             (IORING_OP_RECV, "RECV"), (IORING_OP_ACCEPT, "ACCEPT"), (IORING_OP_OPENAT, "OPENAT"),
             (IORING_OP_CLOSE, "CLOSE"), (IORING_OP_TIMEOUT, "TIMEOUT"), (IORING_OP_POLL_ADD, "POLL_ADD"),
             (IORING_OP_SPLICE, "SPLICE"), (IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"),
+            (IORING_OP_CONNECT, "CONNECT"), (IORING_OP_SHUTDOWN, "SHUTDOWN"), (IORING_OP_RECVMSG, "RECVMSG"),
         ]
         var missing: [String] = []
         if let probe = self.probe() {

@@ -73,6 +73,17 @@ internal enum _POSIX {
         return info
     }
 
+    /// Removes the name `path` (a socket file a listener made). Failures (ENOENT: gone
+    /// already) are not reported. The corresponding C function is `unlink`.
+    internal static func unlink(_ path: String) {
+        _ = Glibc.unlink(path)
+    }
+
+    /// Sets the permissions of the file at `path`. The corresponding C function is `chmod`.
+    internal static func changeMode(_ path: String, to mode: mode_t) throws(Errno) {
+        _ = try self.retrying { chmod(path, mode) }
+    }
+
     /// The status of `path` — of a symbolic link itself, not its target, when
     /// `followingLinks` is false. The corresponding C functions are `stat` and `lstat`.
     internal static func status(ofPath path: String, followingLinks: Bool) throws(Errno) -> stat {
@@ -85,6 +96,12 @@ internal enum _POSIX {
     /// is `fcntl(fd, F_GETFL)`.
     internal static func statusFlags(of fd: CInt) throws(Errno) -> CInt {
         try self.retrying { fcntl(fd, F_GETFL) }
+    }
+
+    /// Sets the status flags of `fd` (`O_NONBLOCK`…). The corresponding C call is
+    /// `fcntl(fd, F_SETFL, flags)`.
+    internal static func setStatusFlags(_ fd: CInt, _ flags: CInt) throws(Errno) {
+        _ = try self.retrying { fcntl(fd, F_SETFL, flags) }
     }
 
     /// Moves `fd`'s file position to `offset` from `whence` (`SEEK_SET`, `SEEK_CUR`); the new
@@ -211,6 +228,31 @@ internal enum _POSIX {
         return (address, length)
     }
 
+    /// The address of `fd`'s peer. The corresponding C function is `getpeername`.
+    ///
+    /// - Throws: ENOTCONN when the socket is not connected (any more).
+    internal static func remoteAddress(of fd: CInt) throws(Errno) -> (address: sockaddr_storage, length: socklen_t) {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try self.retrying {
+            withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+            }
+        }
+        return (address, length)
+    }
+
+    /// Binds `fd` to `address`. The corresponding C function is `bind`.
+    internal static func bind(_ fd: CInt, to address: SocketAddress) throws(Errno) {
+        _ = try self.retrying { address.withUnsafeSocketAddress { Glibc.bind(fd, $0, $1) } }
+    }
+
+    /// Connects `fd` to `address`, blocking until done (for datagram sockets, which connect at
+    /// once). The corresponding C function is `connect`.
+    internal static func connect(_ fd: CInt, to address: SocketAddress) throws(Errno) {
+        _ = try self.retrying { address.withUnsafeSocketAddress { Glibc.connect(fd, $0, $1) } }
+    }
+
     /// Shuts down reception and/or transmission on socket `fd` (`SHUT_RD`, `SHUT_WR`,
     /// `SHUT_RDWR`). The corresponding C function is `shutdown`.
     internal static func shutdown(_ fd: CInt, how: CInt) throws(Errno) {
@@ -223,10 +265,7 @@ internal enum _POSIX {
     ///
     /// - Throws: The errno of a system error (`EAI_SYSTEM`); `EINVAL` for a name that does
     ///   not resolve or any other `EAI_*` failure.
-    internal static func passiveStreamAddress(
-        host: String,
-        port: UInt16
-    ) throws(Errno) -> (address: sockaddr_storage, length: socklen_t) {
+    internal static func passiveStreamAddress(host: String, port: UInt16) throws(Errno) -> SocketAddress {
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC
@@ -240,17 +279,11 @@ internal enum _POSIX {
             throw status == EAI_SYSTEM ? Errno(rawValue: errno) : Errno.invalidArgument
         }
         defer { freeaddrinfo(list) }
-        precondition(
-            Int(first.pointee.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size,
-            "RingIO: getaddrinfo gave an address larger than sockaddr_storage"
-        )
-        var address = sockaddr_storage()
-        withUnsafeMutableBytes(of: &address) { raw in
-            raw.copyMemory(
-                from: UnsafeRawBufferPointer(start: first.pointee.ai_addr, count: Int(first.pointee.ai_addrlen))
-            )
+        guard let address = try? SocketAddress(unsafeAddress: first.pointee.ai_addr, length: first.pointee.ai_addrlen)
+        else {
+            throw Errno.addressFamilyNotSupported
         }
-        return (address, first.pointee.ai_addrlen)
+        return address
     }
 
     /// The text form (`"127.0.0.1"`, `"::1"`) of the `in_addr` or `in6_addr` at `address`.
@@ -481,6 +514,8 @@ internal enum _SocketConstants {
     internal static let stream = Int32(SOCK_STREAM.rawValue)
     /// `SOCK_STREAM | SOCK_CLOEXEC`.
     internal static let streamCloseOnExec = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+    /// `SOCK_DGRAM | SOCK_CLOEXEC`.
+    internal static let datagramCloseOnExec = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 }
 
 // MARK: - Clocks

@@ -368,6 +368,20 @@ internal final class _ReadinessEngine {
             self.receiveOnce(op, fd: fd, group: group, length: length, noWait: noWait, socket: false)
         case .acceptMultishot(let fd):
             self.acceptMultishot(op, fd: fd)
+        case .connect(let fd, let address, let length):
+            self.connect(op, fd: fd, address: address, length: length)
+        case .receiveMessageMultishot(let fd, let group, let message):
+            self.receiveMessageMultishot(op, fd: fd, group: group, template: message)
+        case .receiveMessage(let fd, let message):
+            // A datagram of 0 bytes is one (not an end of file): every result counts.
+            let received = Glibc.recvmsg(fd, message, Int32(MSG_DONTWAIT))
+            if received < 0 && errno == EAGAIN {
+                self.park(op, fd: fd, writing: false, ifRefused: -EINVAL)
+            } else {
+                self.settle(op, received, fd: fd, writing: false)
+            }
+        case .shutdown(let fd, let how):
+            self.finish(op, Glibc.shutdown(fd, how) == 0 ? 0 : -errno)
         case .openat:
             self.offload(op)
         case .close(let fd):
@@ -626,6 +640,119 @@ internal final class _ReadinessEngine {
             case EINTR, ECONNABORTED:
                 continue
             default:
+                self.finish(op, -error)
+            }
+            return
+        }
+        op.state = .pushed
+        self.deferred.append(op)
+    }
+
+    /// Connects a socket without waiting: the socket is non-blocking for the request (its
+    /// flags are restored when it ends, but for a cancel: the connect's owner closes a
+    /// socket whose connect it cancelled); on EINPROGRESS (TCP) or EAGAIN (a Unix socket
+    /// whose listener's backlog is full) the request waits for writability, then reads the
+    /// outcome from `SO_ERROR` and, to tell a connect still under way from one done, asks
+    /// `connect` again (EISCONN: connected).
+    private func connect(_ op: _ReadyOp, fd: CInt, address: UnsafePointer<sockaddr>, length: socklen_t) {
+        if !op.prepared {
+            op.prepared = true
+            let flags = fcntl(fd, F_GETFL)
+            if flags >= 0 && flags & O_NONBLOCK == 0 {
+                op.savedFlags = flags
+                _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+            }
+        } else {
+            // Woken: writable, or an error. SO_ERROR holds (and clears) a failed attempt's error.
+            let pending = (try? _POSIX.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
+            if pending != 0 {
+                self.endConnect(op, fd: fd, result: -pending)
+                return
+            }
+        }
+        while true {
+            if Glibc.connect(fd, address, length) == 0 {
+                self.endConnect(op, fd: fd, result: 0)
+                return
+            }
+            switch errno {
+            case EINTR:
+                continue
+            case EISCONN where op.connectStarted:
+                self.endConnect(op, fd: fd, result: 0)
+            case EINPROGRESS, EALREADY, EAGAIN:
+                op.connectStarted = true
+                self.park(op, fd: fd, writing: true, ifRefused: -ENOTSOCK)
+            default:
+                self.endConnect(op, fd: fd, result: -errno)
+            }
+            return
+        }
+    }
+
+    private func endConnect(_ op: _ReadyOp, fd: CInt, result: Int32) {
+        if op.savedFlags >= 0 {
+            let error = errno
+            _ = fcntl(fd, F_SETFL, op.savedFlags)
+            errno = error
+        }
+        self.finish(op, result)
+    }
+
+    /// Receives datagrams into provided buffers, each laid out as io_uring's multishot
+    /// `recvmsg` lays it out (`io_uring_recvmsg_out`, the name, the control data, the
+    /// payload), until the socket is empty, the budget is spent (the request runs again next
+    /// round) or it ends. `MSG_TRUNC` makes `recvmsg` return a datagram's whole length, as the
+    /// kernel reports it in `payloadlen`.
+    private func receiveMessageMultishot(
+        _ op: _ReadyOp,
+        fd: CInt,
+        group: UInt16,
+        template: UnsafeMutablePointer<msghdr>
+    ) {
+        let headerSize = MemoryLayout<io_uring_recvmsg_out>.size
+        let nameSpace = Int(template.pointee.msg_namelen)
+        let controlSpace = Int(template.pointee.msg_controllen)
+        let payloadOffset = headerSize + nameSpace + controlSpace
+        for _ in 0..<8 {
+            guard let buffer = self.groups[group]?.peek() else {
+                self.finish(op, -ENOBUFS)
+                return
+            }
+            guard buffer.length >= payloadOffset else {
+                self.finish(op, -EFAULT)  // as the kernel answers a buffer too small for the header
+                return
+            }
+            var vector = iovec(iov_base: buffer.address + payloadOffset, iov_len: buffer.length - payloadOffset)
+            var message = msghdr()
+            message.msg_name = nameSpace > 0 ? buffer.address + headerSize : nil
+            message.msg_namelen = socklen_t(nameSpace)
+            message.msg_control = controlSpace > 0 ? buffer.address + headerSize + nameSpace : nil
+            message.msg_controllen = controlSpace
+            let received = withUnsafeMutablePointer(to: &vector) { vector in
+                message.msg_iov = vector
+                message.msg_iovlen = 1
+                return Glibc.recvmsg(fd, &message, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
+            }
+            if received >= 0 {
+                self.groups[group]!.consume()
+                let header = io_uring_recvmsg_out(
+                    namelen: UInt32(message.msg_namelen),
+                    controllen: UInt32(message.msg_controllen),
+                    payloadlen: UInt32(received),
+                    flags: UInt32(bitPattern: message.msg_flags)
+                )
+                buffer.address.storeBytes(of: header, as: io_uring_recvmsg_out.self)
+                let written = payloadOffset + min(received, buffer.length - payloadOffset)
+                self.emit(op, Int32(written), flags: Self.bufferFlags(buffer.id))
+                continue
+            }
+            let error = errno
+            if error == EAGAIN {
+                self.park(op, fd: fd, writing: false, ifRefused: -EINVAL)
+            } else if error == EINTR {
+                continue
+            } else {
                 self.finish(op, -error)
             }
             return
@@ -953,8 +1080,13 @@ internal final class _ReadyOp: @unchecked Sendable {
     fileprivate var watch: _Watch?
     /// Its registration goes when it completes (a descriptor the core does not hold on to).
     var transient = false
-    /// One-time preparation done (a listening socket made non-blocking).
+    /// One-time preparation done (a listening socket made non-blocking; a connecting socket
+    /// made non-blocking for the request).
     var prepared = false
+    /// A connect: the socket's flags to restore when the request ends (-1: unchanged).
+    var savedFlags: CInt = -1
+    /// A connect: `connect` answered that the connection is under way.
+    var connectStarted = false
     var deadline: Int64 = 0
     /// On the pool: queued, running or cancelled.
     let pool = Atomic<UInt8>(0)

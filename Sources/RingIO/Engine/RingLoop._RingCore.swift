@@ -276,6 +276,13 @@ internal final class _RingCore: @unchecked Sendable {
         self.enqueue(.closure(work))
     }
 
+    /// Runs `work` on the ring thread, as ``enqueue(_:)``; when the ring's thread has exited
+    /// and `work` can never run there, runs `orElse` instead, on the calling thread — for work
+    /// that someone waits for (a connect's next step), which must end either way.
+    internal func enqueue(_ work: @escaping @Sendable () -> Void, orElse: @escaping @Sendable () -> Void) {
+        self.enqueue(.runnable(_FallibleJob(work: work, orElse: orElse)))
+    }
+
     /// Runs `job` on the ring thread: next turn when called there (no syscall), else through
     /// the inbox and at most one wake-up. Once the thread has exited, `job` runs elsewhere or
     /// fails (see `runElsewhere`).
@@ -307,8 +314,11 @@ internal final class _RingCore: @unchecked Sendable {
     /// that is gone; an operation ends with ECANCELED; a closure is discarded and counted.
     private func runElsewhere(_ job: _RingJob) {
         switch job {
-        case .closure, .runnable:
+        case .closure:
             self.counters.discardedJobs.add(1, ordering: .relaxed)
+        case .runnable(let runnable):
+            self.counters.discardedJobs.add(1, ordering: .relaxed)
+            runnable.discardedByRing()
         case .submission(let operation):
             self.counters.discardedJobs.add(1, ordering: .relaxed)
             operation.ringExited()
@@ -1037,4 +1047,25 @@ internal enum _RingJob: @unchecked Sendable {
 internal protocol _RingRunnable: AnyObject {
     /// Runs on the queue the object was delivered to.
     func runDelivered()
+    /// Enqueued on a ring whose thread has exited: it never runs. On the enqueueing thread.
+    func discardedByRing()
+}
+
+extension _RingRunnable {
+    func discardedByRing() {}
+}
+
+/// A closure for the ring, and what to do instead when the ring is gone
+/// (``_RingCore/enqueue(_:orElse:)``).
+private final class _FallibleJob: _RingRunnable, Sendable {
+    let work: @Sendable () -> Void
+    let orElse: @Sendable () -> Void
+
+    init(work: @escaping @Sendable () -> Void, orElse: @escaping @Sendable () -> Void) {
+        self.work = work
+        self.orElse = orElse
+    }
+
+    func runDelivered() { self.work() }
+    func discardedByRing() { self.orElse() }
 }

@@ -333,6 +333,17 @@ package enum RingRequest {
     /// Accept connections repeatedly (multishot); each completion is a new descriptor,
     /// close-on-exec.
     case acceptMultishot(fd: CInt)
+    /// Connect socket `fd` to the `length` bytes of address at `address`.
+    case connect(fd: CInt, address: UnsafePointer<sockaddr>, length: socklen_t)
+    /// Receive datagrams repeatedly (multishot) into buffers picked from provided-buffer group
+    /// `group`, each laid out as `io_uring_recvmsg_out`, the source address (up to `message`'s
+    /// `msg_namelen` bytes), control data (up to `msg_controllen`), then the payload. `message`
+    /// gives only those two lengths (and its control buffer's presence).
+    case receiveMessageMultishot(fd: CInt, group: UInt16, message: UnsafeMutablePointer<msghdr>)
+    /// Receive one message into the buffers and name of `message`.
+    case receiveMessage(fd: CInt, message: UnsafeMutablePointer<msghdr>)
+    /// Shut down one or both directions of a connected socket (`SHUT_WR`…).
+    case shutdown(fd: CInt, how: CInt)
     /// Open `path` relative to `directory` (AT_FDCWD for the working directory).
     case openat(directory: CInt, path: UnsafePointer<CChar>, flags: CInt, mode: mode_t)
     /// Close a descriptor.
@@ -365,6 +376,9 @@ package enum RingRequest {
         case .send, .sendmsg: return .send
         case .receiveMultishot, .receiveSelect, .readSelect: return .receive
         case .acceptMultishot: return .accept
+        case .connect: return .connect
+        case .receiveMessageMultishot, .receiveMessage: return .receive
+        case .shutdown: return .shutdown
         case .openat: return .open
         case .close: return .close
         case .timeout, .timeoutAt: return .timeout
@@ -401,6 +415,15 @@ package enum RingRequest {
             CLiburing_sqe_set_buffer_group(sqe, group)
         case .acceptMultishot(let fd):
             io_uring_prep_multishot_accept(sqe, fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
+        case .connect(let fd, let address, let length):
+            io_uring_prep_connect(sqe, fd, address, length)
+        case .receiveMessageMultishot(let fd, let group, let message):
+            io_uring_prep_recvmsg_multishot(sqe, fd, message, 0)
+            CLiburing_sqe_set_buffer_group(sqe, group)
+        case .receiveMessage(let fd, let message):
+            io_uring_prep_recvmsg(sqe, fd, message, 0)
+        case .shutdown(let fd, let how):
+            io_uring_prep_shutdown(sqe, fd, how)
         case .openat(let directory, let path, let flags, let mode):
             io_uring_prep_openat(sqe, directory, path, flags, mode)
         case .close(let fd):

@@ -58,4 +58,6 @@ package enum OperationKind: UInt8, CaseIterable {
     case poll
     case cancel
     case splice
+    case connect
+    case shutdown
 }

@@ -74,6 +74,18 @@ public final class IOListener: Sendable {
         /// The most connections open at once (handed out, their channel not yet cleaned up);
         /// accepting pauses at the cap.
         public var maxConnections = Int.max
+        /// Unix domain sockets: when a socket file is in the way of the path to bind, remove it
+        /// first — if it is a socket file that no one listens on (a connect to it is refused:
+        /// a server that ended without removing it). A file of another kind, or a socket a
+        /// live server listens on, is left alone and the bind fails with EADDRINUSE. Default
+        /// off: a file in the way fails the bind.
+        public var removeStaleSocketFile = false
+        /// Unix domain sockets bound to a path: the socket file's permissions, set after the
+        /// bind and before the socket listens (so no client connects under other
+        /// permissions). `nil` (the default): as `bind(2)` makes it, `0o777` less the umask.
+        /// Connecting needs write permission on the file (and search permission on its
+        /// directories).
+        public var socketFilePermissions: FilePermissions?
 
         public init() {}
     }
@@ -93,7 +105,7 @@ public final class IOListener: Sendable {
     internal let shared: _ListenerState
     /// The bound addresses, read once the sockets listen: their descriptors close with the
     /// listener (and their numbers may then name someone else's), their addresses do not change.
-    private let boundAddresses: [_SocketAddress.Bound]
+    private let boundAddresses: [SocketAddress]
 
     /// Binds and listens on one ring, then accepts there; `handler` gets the connections.
     ///
@@ -112,7 +124,7 @@ public final class IOListener: Sendable {
     ///     queue (or, with `queue: nil`, on one ring) never overlap.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
     ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
-    public init(
+    public convenience init(
         host: String,
         port: UInt16,
         options: Options = Options(),
@@ -120,10 +132,50 @@ public final class IOListener: Sendable {
         queue: (any IOQueue)?,
         handler: @escaping @Sendable (Event) -> Void
     ) throws(Errno) {
+        try self.init(
+            address: _POSIX.passiveStreamAddress(host: host, port: port),
+            options: options,
+            ring: ring,
+            queue: queue,
+            handler: handler
+        )
+    }
+
+    /// Binds and listens on `address` on one ring, then accepts there; `handler` gets the
+    /// connections. A TCP address (IPv4, IPv6), or a Unix domain socket's path or abstract name:
+    ///
+    ///     var options = IOListener.Options()
+    ///     options.removeStaleSocketFile = true              // a previous run's file
+    ///     let listener = try IOListener(
+    ///         address: try SocketAddress(unixPath: "/run/app/control.sock"),
+    ///         options: options, queue: nil
+    ///     ) { event in … }
+    ///
+    /// A Unix socket bound to a path makes a socket file there, with
+    /// ``Options/socketFilePermissions`` (default: `0o777` less the umask); the listener
+    /// removes it when its socket closes, if the file is still the one it made.
+    ///
+    /// - Parameters:
+    ///   - address: Where to listen; port 0 picks a free one (read it from ``port``).
+    ///   - options: Socket and accepting options (the TCP ones play no part on a Unix socket).
+    ///   - ring: The ring to accept on. When `nil`: `queue` if it is a ring, else the next
+    ///     ring of ``RingLoopGroup/shared``.
+    ///   - queue: Where `handler` runs; `nil`: on the ring that accepted the connection, with
+    ///     no hop.
+    ///   - handler: Called for each accepted connection and each failure.
+    /// - Throws: The errno of `socket`, `setsockopt`, `bind` (EADDRINUSE, EACCES, ENOENT for a
+    ///   Unix path whose directory does not exist…), `chmod`, `listen` or `getsockname`; of
+    ///   io_uring's set-up when there is no ring.
+    public init(
+        address: SocketAddress,
+        options: Options = Options(),
+        ring: RingLoop? = nil,
+        queue: (any IOQueue)?,
+        handler: @escaping @Sendable (Event) -> Void
+    ) throws(Errno) {
         let rings = try Self.rings(ring: ring ?? queue?.asRing, options: options)
         (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
-            host: host,
-            port: port,
+            address: address,
             options: options,
             rings: rings,
             queue: queue,
@@ -147,7 +199,7 @@ public final class IOListener: Sendable {
     ///     queue (or, with `queue: nil`, on one ring) never overlap.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
     ///   `listen` or `getsockname`.
-    public init(
+    public convenience init(
         host: String,
         port: UInt16,
         options: Options = Options(),
@@ -155,11 +207,30 @@ public final class IOListener: Sendable {
         queue: (any IOQueue)?,
         handler: @escaping @Sendable (Event) -> Void
     ) throws(Errno) {
-        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
-            host: host,
-            port: port,
+        try self.init(
+            address: _POSIX.passiveStreamAddress(host: host, port: port),
             options: options,
-            rings: Self.rings(group: group, options: options),
+            group: group,
+            queue: queue,
+            handler: handler
+        )
+    }
+
+    /// Binds and listens on `address` on the rings of `group`, then accepts there; `handler`
+    /// gets the connections. As ``init(address:options:ring:queue:handler:)``; with
+    /// ``Options/reusePort``, one TCP socket per ring of `group` (a Unix domain socket listens
+    /// on `group.next()` only).
+    public init(
+        address: SocketAddress,
+        options: Options = Options(),
+        group: RingLoopGroup,
+        queue: (any IOQueue)?,
+        handler: @escaping @Sendable (Event) -> Void
+    ) throws(Errno) {
+        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
+            address: address,
+            options: options,
+            rings: Self.rings(group: group, options: options, address: address),
             queue: queue,
             handler: handler
         )
@@ -187,16 +258,42 @@ public final class IOListener: Sendable {
     ///     accepted connection closed because its socket options could not be set.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
     ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
-    public init(
+    public convenience init(
         host: String,
         port: UInt16,
         options: Options = Options(),
         ring: RingLoop? = nil,
         acceptFailed: (@Sendable (Errno) -> Void)? = nil
     ) throws(Errno) {
+        try self.init(
+            address: _POSIX.passiveStreamAddress(host: host, port: port),
+            options: options,
+            ring: ring,
+            acceptFailed: acceptFailed
+        )
+    }
+
+    /// Binds and listens on `address` on one ring, then accepts there, for the async API
+    /// (``connections()``, ``serve(_:)``). A TCP address, or a Unix domain socket's path or
+    /// abstract name (see ``init(address:options:ring:queue:handler:)`` for the socket file):
+    ///
+    ///     let listener = try IOListener(address: try SocketAddress(unixPath: "/run/app.sock"))
+    ///     await listener.serve { connection in … }
+    ///
+    /// - Parameters:
+    ///   - address: Where to listen; port 0 picks a free one (read it from ``port``).
+    ///   - options: Socket and accepting options.
+    ///   - ring: The ring to accept on; `nil`: the next ring of ``RingLoopGroup/shared``.
+    ///   - acceptFailed: Called on the accepting ring for each accept that failed.
+    /// - Throws: As ``init(address:options:ring:queue:handler:)``.
+    public init(
+        address: SocketAddress,
+        options: Options = Options(),
+        ring: RingLoop? = nil,
+        acceptFailed: (@Sendable (Errno) -> Void)? = nil
+    ) throws(Errno) {
         (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
-            host: host,
-            port: port,
+            address: address,
             options: options,
             rings: Self.rings(ring: ring, options: options),
             acceptFailed: acceptFailed
@@ -228,30 +325,45 @@ public final class IOListener: Sendable {
     ///     accepted connection closed because its socket options could not be set.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
     ///   `listen` or `getsockname`.
-    public init(
+    public convenience init(
         host: String,
         port: UInt16,
         options: Options = Options(),
         group: RingLoopGroup,
         acceptFailed: (@Sendable (Errno) -> Void)? = nil
     ) throws(Errno) {
-        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
-            host: host,
-            port: port,
+        try self.init(
+            address: _POSIX.passiveStreamAddress(host: host, port: port),
             options: options,
-            rings: Self.rings(group: group, options: options),
+            group: group,
+            acceptFailed: acceptFailed
+        )
+    }
+
+    /// Binds and listens on `address` on the rings of `group`, for the async API. As
+    /// ``init(address:options:ring:acceptFailed:)``; with ``Options/reusePort``, one TCP
+    /// socket per ring of `group` (a Unix domain socket listens on `group.next()` only).
+    public init(
+        address: SocketAddress,
+        options: Options = Options(),
+        group: RingLoopGroup,
+        acceptFailed: (@Sendable (Errno) -> Void)? = nil
+    ) throws(Errno) {
+        (self.shared, self.acceptors, self.boundAddresses) = try Self.start(
+            address: address,
+            options: options,
+            rings: Self.rings(group: group, options: options, address: address),
             acceptFailed: acceptFailed
         )
     }
 
     /// The listener's state for the async API, and its sockets accepting on `rings`.
     private static func start(
-        host: String,
-        port: UInt16,
+        address: SocketAddress,
         options: Options,
         rings: [RingLoop],
         acceptFailed: (@Sendable (Errno) -> Void)?
-    ) throws(Errno) -> (_ListenerState, [_Acceptor], [_SocketAddress.Bound]) {
+    ) throws(Errno) -> (_ListenerState, [_Acceptor], [SocketAddress]) {
         let shared = _ListenerState(
             options: options,
             queue: rings[0],
@@ -260,28 +372,27 @@ public final class IOListener: Sendable {
             },
             connections: _ConnectionQueue()
         )
-        let (acceptors, bound) = try Self.bind(host: host, port: port, options: options, rings: rings, shared: shared)
+        let (acceptors, bound) = try Self.bind(address, options: options, rings: rings, shared: shared)
         return (shared, acceptors, bound)
     }
 
     /// The listener's state for a handler, and its sockets accepting on `rings`.
     private static func start(
-        host: String,
-        port: UInt16,
+        address: SocketAddress,
         options: Options,
         rings: [RingLoop],
         queue: (any IOQueue)?,
         handler: @escaping @Sendable (Event) -> Void
-    ) throws(Errno) -> (_ListenerState, [_Acceptor], [_SocketAddress.Bound]) {
+    ) throws(Errno) -> (_ListenerState, [_Acceptor], [SocketAddress]) {
         let shared = _ListenerState(options: options, queue: queue, handler: handler, connections: nil)
-        let (acceptors, bound) = try Self.bind(host: host, port: port, options: options, rings: rings, shared: shared)
+        let (acceptors, bound) = try Self.bind(address, options: options, rings: rings, shared: shared)
         return (shared, acceptors, bound)
     }
 
     /// The rings of `group` to accept on: every one with ``Options/reusePort``, else the next.
-    private static func rings(group: RingLoopGroup, options: Options) -> [RingLoop] {
+    private static func rings(group: RingLoopGroup, options: Options, address: SocketAddress) -> [RingLoop] {
         Self.checkOptions(options)
-        return options.reusePort ? group.rings : [group.next()]
+        return options.reusePort && address.family != .unix ? group.rings : [group.next()]
     }
 
     /// `ring`, or the next ring of the shared group.
@@ -301,29 +412,38 @@ public final class IOListener: Sendable {
 
     /// Binds a listening socket per ring and starts accepting.
     private static func bind(
-        host: String,
-        port: UInt16,
+        _ address: SocketAddress,
         options: Options,
         rings: [RingLoop],
         shared: _ListenerState
-    ) throws(Errno) -> ([_Acceptor], [_SocketAddress.Bound]) {
-        var address = try _SocketAddress.resolve(host: host, port: port)
+    ) throws(Errno) -> ([_Acceptor], [SocketAddress]) {
+        precondition(
+            address.family != .unix || rings.count == 1,
+            "IOListener: a Unix domain socket listens on one ring (reusePort is for TCP)"
+        )
+        var address = address
         var sockets: [CInt] = []
-        var bound: [_SocketAddress.Bound] = []
+        var bound: [SocketAddress] = []
+        var unixFile: _UnixSocketFile?
         do throws(Errno) {
             for _ in rings {
-                let fd = try _SocketAddress.listen(on: address, options: options)
+                let (fd, file) = try _ListeningSocket.open(on: address, options: options)
                 sockets.append(fd)
-                let local = try _SocketAddress.local(of: fd)
-                bound.append(_SocketAddress.Bound(port: local.port, description: local.description))
+                unixFile = file
+                let local = try _POSIX.localAddress(of: fd)
+                let localAddress = SocketAddress(storage: local.address, length: local.length)
+                bound.append(localAddress)
                 // Port 0: the others bind the port the first one got.
-                if address.port == 0 { address = local }
+                if address.port == 0 { address = localAddress }
             }
         } catch {
             for fd in sockets { _POSIX.close(fd) }
+            unixFile?.remove()
             throw error
         }
-        let acceptors = zip(rings, sockets).map { _Acceptor(ring: $0, fd: $1, shared: shared) }
+        let acceptors = zip(rings, sockets).map {
+            _Acceptor(ring: $0, fd: $1, shared: shared, isUnix: address.family == .unix, unixFile: unixFile)
+        }
         shared.acceptors = acceptors.map { _WeakAcceptor(acceptor: $0) }
         for acceptor in acceptors { acceptor.start() }
         return (acceptors, bound)
@@ -333,15 +453,16 @@ public final class IOListener: Sendable {
         self.close()
     }
 
-    /// The bound port (the one picked when `port` was 0). It stays readable after ``close()``.
+    /// The bound port (the one picked when `port` was 0); 0 for a Unix domain socket. It stays
+    /// readable after ``close()``.
     public var port: UInt16 {
-        self.boundAddresses[0].port
+        self.boundAddresses[0].port ?? 0
     }
 
-    /// The bound addresses, as `"127.0.0.1:8080"` or `"[::]:8080"`, one per socket. They stay
-    /// readable after ``close()``.
-    public var localAddresses: [String] {
-        self.boundAddresses.map(\.description)
+    /// The bound addresses, one per socket (`127.0.0.1:8080`, `[::]:8080`,
+    /// `unix:/run/app.sock`; print one for its text). They stay readable after ``close()``.
+    public var localAddresses: [SocketAddress] {
+        self.boundAddresses
     }
 
     /// Accepted connections that are still open: handed out (or, for ``connections()``, queued)
@@ -522,6 +643,11 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
     let ring: RingLoop
     let fd: CInt
     let shared: _ListenerState
+    /// The socket file of a Unix domain socket bound to a path: removed when the socket
+    /// closes.
+    let unixFile: _UnixSocketFile?
+    /// A Unix domain socket: the TCP options of ``IOListener/Options`` play no part.
+    let isUnix: Bool
 
     private var armed: UInt64?
     private var backoff: Duration = .zero
@@ -550,10 +676,12 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
         static let close: UInt64 = 4
     }
 
-    init(ring: RingLoop, fd: CInt, shared: _ListenerState) {
+    init(ring: RingLoop, fd: CInt, shared: _ListenerState, isUnix: Bool, unixFile: _UnixSocketFile?) {
         self.ring = ring
         self.fd = fd
         self.shared = shared
+        self.isUnix = isUnix
+        self.unixFile = unixFile
     }
 
     private func perform(_ body: @escaping @Sendable (_Acceptor) -> Void) {
@@ -692,6 +820,7 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
             _POSIX.close(self.fd)
             closed = true
         }
+        self.unixFile?.remove()
     }
 
     /// The ring is shutting down (its cancel-all ended the accept, or a retry): accepting ends
@@ -741,10 +870,10 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
         self.backoff = .zero
         let options = self.shared.options
         do throws(Errno) {
-            if options.noDelay {
+            if options.noDelay && !self.isUnix {
                 try _POSIX.setOption(connection, level: CInt(IPPROTO_TCP), name: TCP_NODELAY, to: 1)
             }
-            if options.keepAlive {
+            if options.keepAlive && !self.isUnix {
                 try _POSIX.setOption(connection, level: SOL_SOCKET, name: SO_KEEPALIVE, to: 1)
             }
         } catch {

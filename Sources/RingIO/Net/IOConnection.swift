@@ -1,0 +1,202 @@
+//===----------------------------------------------------------------------===//
+// RingIO — networking: a connected stream socket, accepted or dialled.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connected stream socket — TCP or Unix domain — as a stream channel on a ring: accepted
+/// by an ``IOListener``, or dialled with ``connect(host:port:options:ring:)`` and
+/// ``connect(to:options:ring:)``.
+///
+/// Serve it on ``ring`` — handlers with `queue: connection.ring`, or a task that prefers
+/// `connection.ring.taskExecutor` (``IOListener/serve(_:)`` does) — and its I/O completes on
+/// the ring thread with no hop. RingIO owns the socket: it closes it (and a listener stops
+/// counting the connection, for ``IOListener/Options/maxConnections``) once the channel is
+/// closed and cleaned up. Close the channel when you are done, or drop every reference to it;
+/// ``whenClosed(_:)`` tells you when that has happened.
+///
+/// The channel is a stream channel like any other, under every channel rule (water marks,
+/// intervals, barriers, close and stop); ``IOChannel/shutdownOutput(queue:handler:)`` ends
+/// the connection's sending side after the writes scheduled before it (a half-close).
+public struct IOConnection: Sendable {
+    /// The ring that accepted (or dialled) the connection: its channel's I/O runs there.
+    public let ring: RingLoop
+    /// A stream channel on the connected socket, on ``ring``; its cleanup handler (on ``ring``)
+    /// closes the socket. Low water is 1 byte (deliver as data arrives).
+    public let channel: IOChannel
+    private let slot: _ConnectionSlot
+
+    /// Wraps an accepted descriptor and registers it with `acceptor`. On its ring's thread.
+    init(accepted fd: CInt, by acceptor: _Acceptor) {
+        let ring = acceptor.ring
+        ring.core.assertOnRingThread()
+        let slot = _ConnectionSlot(fd: fd, remote: nil)
+        self.ring = ring
+        self.slot = slot
+        // Weak: the acceptor holds the listener's handler, which may keep its connections
+        // (and so this channel and its cleanup handler): a strong reference made a cycle that
+        // outlived the ring when a channel was never cleaned up (its ring shut down first).
+        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { [weak acceptor] _ in
+            slot.closeSocket()
+            // The handler first: a shutdown's completion comes after every one of them.
+            slot.runCloseHandler()
+            acceptor?.closed(slot)
+        }
+        slot.channel = self.channel.state
+        acceptor.opened(slot)
+    }
+
+    /// Wraps a descriptor that `connect` connected to `remote`. On `ring`'s thread.
+    init(connected fd: CInt, to remote: SocketAddress, on ring: RingLoop) {
+        ring.core.assertOnRingThread()
+        let slot = _ConnectionSlot(fd: fd, remote: remote)
+        self.ring = ring
+        self.slot = slot
+        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { _ in
+            slot.closeSocket()
+            slot.runCloseHandler()
+        }
+        slot.channel = self.channel.state
+    }
+
+    /// The connection's own address: the listener's address (with a port per connection on a
+    /// wildcard listener, the address the peer dialled), or the address a dialled connection
+    /// was bound to (an ephemeral port, or ``ConnectOptions/localAddress``). `nil` once the
+    /// socket is closed, unless read before.
+    ///
+    /// Read from the socket (`getsockname`) on first use, then kept. Any thread.
+    public var localAddress: SocketAddress? {
+        self.slot.address(local: true)
+    }
+
+    /// The peer's address: the address dialled, or the address an accepted connection came
+    /// from. For a Unix domain peer that did not bind its socket, an unnamed address
+    /// (`"unix:"`). `nil` once the socket is closed, or the peer gone (ENOTCONN), unless read
+    /// before.
+    ///
+    /// For an accepted connection it is read from the socket (`getpeername`) on first use,
+    /// then kept; for a dialled one it is the address that answered. Any thread.
+    public var remoteAddress: SocketAddress? {
+        self.slot.address(local: false)
+    }
+
+    /// Runs `handler` once the connection is over — its channel closed and cleaned up, its
+    /// socket closed, a listener no longer counting it — on ``ring``'s thread; soon, on
+    /// ``ring``, when that has happened already. One handler per connection: let go of the
+    /// connection's state there (the handler may hold it until then).
+    ///
+    /// - Precondition: No handler was set before.
+    public func whenClosed(_ handler: @escaping @Sendable () -> Void) {
+        let closedAlready = self.slot.closeHandler.withLock { state in
+            switch state {
+            case .none:
+                state = .set(handler)
+                return false
+            case .set:
+                preconditionFailure("IOConnection.whenClosed(_:): a handler is set already")
+            case .closed:
+                return true
+            }
+        }
+        if closedAlready { self.ring.enqueue(handler) }
+    }
+
+    /// Takes over this connection's part in the listener's graceful shutdown
+    /// (``IOListener/shutdown(gracePeriod:queue:completion:)``): when the shutdown begins,
+    /// `handler` runs on ``ring``'s thread instead of the listener stopping the channel once
+    /// its writes are done. Finish what the connection owes (a response being prepared, say),
+    /// then close the channel; at the end of the grace period the listener stops it all the
+    /// same. For a server whose connection state knows more than the channel does: a write
+    /// scheduled from another queue is not on the ring yet when the shutdown begins.
+    ///
+    /// Set it before the connection can be shut down (in the accept handler); one per
+    /// connection. A dialled connection has no listener: its handler never runs.
+    ///
+    /// - Precondition: No handler was set before.
+    public func whenShuttingDown(_ handler: @escaping @Sendable () -> Void) {
+        self.slot.shutdownHandler.withLock { current in
+            precondition(current == nil, "IOConnection.whenShuttingDown(_:): a handler is set already")
+            current = handler
+        }
+    }
+}
+
+/// What RingIO keeps of one open connection: its socket, its addresses once read, and, for
+/// an accepted one, its place on the ring that accepted it.
+internal final class _ConnectionSlot: @unchecked Sendable {
+    // @unchecked: `channel` and `index` are touched only on the connection's ring thread (set
+    // there before the connection is handed out); `closeHandler`, `shutdownHandler` and
+    // `addresses` are locked; `fd` is immutable.
+
+    /// The handler of ``IOConnection/whenClosed(_:)``.
+    enum CloseHandler {
+        case none
+        case set(@Sendable () -> Void)
+        case closed
+    }
+
+    /// The addresses read so far, and whether the socket is closed (its number may then name
+    /// another file: it is never asked again).
+    struct Addresses {
+        var local: SocketAddress?
+        var remote: SocketAddress?
+        var closed = false
+    }
+
+    let fd: CInt
+    /// The channel's state, to stop it (graceful shutdown). Weak: the connection closes when
+    /// its user drops the channel, and the state's cleanup handler holds this slot.
+    weak var channel: _ChannelState?
+    /// Where the slot is in its acceptor's open connections.
+    var index = 0
+    let closeHandler = _Lock(CloseHandler.none)
+    /// The handler of ``IOConnection/whenShuttingDown(_:)``; taken when a shutdown begins.
+    let shutdownHandler = _Lock<(@Sendable () -> Void)?>(nil)
+    private let addresses: _Lock<Addresses>
+
+    init(fd: CInt, remote: SocketAddress?) {
+        self.fd = fd
+        self.addresses = _Lock(Addresses(local: nil, remote: remote))
+    }
+
+    /// The local or remote address: read from the socket on first use while it is open.
+    func address(local: Bool) -> SocketAddress? {
+        self.addresses.withLock { addresses in
+            if let known = local ? addresses.local : addresses.remote { return known }
+            guard !addresses.closed else { return nil }
+            let read = try? (local ? _POSIX.localAddress(of: self.fd) : _POSIX.remoteAddress(of: self.fd))
+            guard let read else { return nil }
+            let address = SocketAddress(storage: read.address, length: read.length)
+            if local { addresses.local = address } else { addresses.remote = address }
+            return address
+        }
+    }
+
+    /// Closes the socket: the channel is cleaned up. Ring thread.
+    func closeSocket() {
+        self.addresses.withLock { addresses in
+            addresses.closed = true
+            _POSIX.close(self.fd)
+        }
+    }
+
+    /// The channel is cleaned up: runs the close handler if one is set, lets go of the
+    /// shutdown handler (either may hold the connection, which holds this slot). Ring thread.
+    func runCloseHandler() {
+        _ = self.shutdownHandler.withLock { $0.take() }
+        let handler: (@Sendable () -> Void)? = self.closeHandler.withLock { state in
+            defer { state = .closed }
+            if case .set(let handler) = state { return handler }
+            return nil
+        }
+        handler?()
+    }
+}

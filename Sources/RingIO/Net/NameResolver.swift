@@ -1,0 +1,120 @@
+//===----------------------------------------------------------------------===//
+// RingIO — networking: resolving host names, off the rings.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+import Dispatch
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns a host name into addresses, one family at a time, for
+/// ``IOConnection/connect(host:port:options:ring:)``.
+///
+/// The connect asks for IPv6 and IPv4 at once, as Happy Eyeballs (RFC 8305) does, and starts
+/// connecting as the answers come. It never calls a resolver on a ring's thread.
+/// ``SystemResolver`` (`getaddrinfo`) is the default; give another in
+/// ``IOConnection/ConnectOptions/resolver`` — a DNS client of your own, or fixed answers for
+/// tests.
+public protocol NameResolver: Sendable {
+    /// The addresses of `host` in `family` (``SocketAddress/Family/ipv4`` or
+    /// ``SocketAddress/Family/ipv6``), each with `port`, in the order to try them. An empty
+    /// array, or ``NameResolutionError``, when `host` has none in that family.
+    func resolve(
+        host: String,
+        port: UInt16,
+        family: SocketAddress.Family
+    ) async throws(NameResolutionError) -> [SocketAddress]
+}
+
+/// The system's resolver: `getaddrinfo(3)`, with `/etc/hosts`, DNS and whatever
+/// `/etc/nsswitch.conf` names, run on a thread of Dispatch's global pool (it blocks), never
+/// on a ring.
+public struct SystemResolver: NameResolver {
+    public init() {}
+
+    /// `getaddrinfo(host, port)` for stream sockets of `family`, on a Dispatch global queue.
+    ///
+    /// - Throws: ``NameResolutionError`` with `getaddrinfo`'s code and message (EAI_NONAME
+    ///   for a name that does not exist, EAI_AGAIN when the DNS server did not answer…).
+    public func resolve(
+        host: String,
+        port: UInt16,
+        family: SocketAddress.Family
+    ) async throws(NameResolutionError) -> [SocketAddress] {
+        let result: Result<[SocketAddress], NameResolutionError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Self.getaddrinfo(host: host, port: port, family: family))
+            }
+        }
+        return try result.get()
+    }
+
+    /// The blocking call itself. The corresponding C functions are `getaddrinfo`,
+    /// `freeaddrinfo` and `gai_strerror`.
+    internal static func getaddrinfo(
+        host: String,
+        port: UInt16,
+        family: SocketAddress.Family
+    ) -> Result<[SocketAddress], NameResolutionError> {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICSERV
+        hints.ai_family = family.rawValue
+        hints.ai_socktype = _SocketConstants.stream
+        var list: UnsafeMutablePointer<addrinfo>?
+        var status: CInt
+        repeat {
+            status = Glibc.getaddrinfo(host, String(port), &hints, &list)
+        } while status == EAI_SYSTEM && errno == EINTR
+        guard status == 0 else {
+            let code = status
+            let message: String
+            if code == EAI_SYSTEM {
+                message = Errno(rawValue: errno).description
+            } else {
+                message = String(cString: gai_strerror(code))
+            }
+            return .failure(NameResolutionError(host: host, family: family, code: code, message: message))
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [SocketAddress] = []
+        var next = list
+        while let entry = next {
+            next = entry.pointee.ai_next
+            guard let address = entry.pointee.ai_addr,
+                let parsed = try? SocketAddress(unsafeAddress: address, length: entry.pointee.ai_addrlen),
+                parsed.family == family, !addresses.contains(parsed)
+            else { continue }
+            addresses.append(parsed)
+        }
+        return .success(addresses)
+    }
+}
+
+/// A host name that did not resolve, with the resolver's reason.
+public struct NameResolutionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The name that was asked.
+    public let host: String
+    /// The family that was asked.
+    public let family: SocketAddress.Family
+    /// `getaddrinfo`'s code (`EAI_NONAME`, `EAI_AGAIN`…), or a resolver's own.
+    public let code: CInt
+    /// The reason, as `gai_strerror` words it ("Name or service not known").
+    public let message: String
+
+    /// A resolution failure; resolvers of your own make theirs with it.
+    public init(host: String, family: SocketAddress.Family, code: CInt, message: String) {
+        self.host = host
+        self.family = family
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String {
+        "\"\(self.host)\" did not resolve (\(self.family)): \(self.message)"
+    }
+}
