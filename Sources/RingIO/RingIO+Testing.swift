@@ -142,6 +142,12 @@ package enum _RingIOTesting {
         self.onRing(ring) { ring.core.providedBuffers.memoryRange }
     }
 
+    /// The address range of a datagram channel's receive buffers; empty before its first
+    /// receive registered them.
+    package static func receiveBufferMemory(of channel: IODatagramChannel) -> Range<UInt> {
+        self.onRing(channel.ring) { channel.state.bufferMemoryRange }
+    }
+
     /// The ring that performs `channel`'s I/O; `nil` when its creation failed.
     package static func ring(of channel: IOChannel) -> RingLoop? {
         channel.state.entry?.ring

@@ -32,6 +32,8 @@ internal final class _ProvidedBuffers {
     internal let group: UInt16
     internal let bufferCount: Int
     internal let bufferSize: Int
+    /// The distance between buffers in `memory`.
+    private let stride: Int
     private let memory: _BufferMemory
     private let handle: _BufferRingHandle
 
@@ -49,12 +51,24 @@ internal final class _ProvidedBuffers {
     private let onLoan: UnsafeMutablePointer<UInt16>
     private var loanCount = 0
 
-    internal init(backend: _Backend, group: UInt16, bufferCount: Int, bufferSize: Int) throws(Errno) {
+    /// - Parameters:
+    ///   - bufferSize: The bytes the kernel may fill in each buffer.
+    ///   - stride: The distance between buffers (at least `bufferSize`; more to align each
+    ///     buffer's start). Default: `bufferSize`.
+    internal init(
+        backend: _Backend,
+        group: UInt16,
+        bufferCount: Int,
+        bufferSize: Int,
+        stride: Int? = nil
+    ) throws(Errno) {
         precondition(bufferCount > 0 && bufferCount <= 32_768 && bufferCount & (bufferCount - 1) == 0)
+        precondition((stride ?? bufferSize) >= bufferSize)
         self.group = group
         self.bufferCount = bufferCount
         self.bufferSize = bufferSize
-        let memory = try _BufferMemory(byteCount: bufferCount * bufferSize)
+        self.stride = stride ?? bufferSize
+        let memory = try _BufferMemory(byteCount: bufferCount * self.stride)
         self.memory = memory
         self.handle = try backend.registerBufferRing(entries: UInt16(bufferCount), group: group)
         self.owners = .allocate(capacity: bufferCount)
@@ -80,7 +94,7 @@ internal final class _ProvidedBuffers {
     }
 
     private func address(of id: UInt16) -> UnsafeMutableRawPointer {
-        self.memory.base + Int(id) * self.bufferSize
+        self.memory.base + Int(id) * self.stride
     }
 
     /// The number of buffers held by ropes.
@@ -89,19 +103,36 @@ internal final class _ProvidedBuffers {
     /// The base address and size of all buffer memory (for tests of the zero-copy claim).
     internal var memoryRange: Range<UInt> {
         let base = UInt(bitPattern: self.memory.base)
-        return base..<base + UInt(self.bufferCount * self.bufferSize)
+        return base..<base + UInt(self.bufferCount * self.stride)
     }
 
     /// Lends buffer `id`, which the kernel filled with `length` bytes, as a one-region rope.
     internal func lend(_ id: UInt16, length: Int) -> ByteRope {
-        precondition(Int(id) < self.bufferCount && length > 0 && length <= self.bufferSize, "bad buffer completion")
+        self.lend(id, filled: length, bytes: 0..<length)
+    }
+
+    /// Lends buffer `id`, which the kernel filled with `filled` bytes, as a one-region rope of
+    /// the bytes in `range` (a datagram's payload after its header); an empty range gives the
+    /// empty rope, and the buffer goes back at the next collection.
+    internal func lend(_ id: UInt16, filled: Int, bytes range: Range<Int>) -> ByteRope {
+        precondition(
+            Int(id) < self.bufferCount && filled > 0 && filled <= self.bufferSize && range.lowerBound >= 0
+                && range.upperBound <= filled,
+            "bad buffer completion"
+        )
         assert(self.loanCount < self.bufferCount, "a buffer lent twice")
         self.onLoan[self.loanCount] = id
         self.loanCount += 1
         return ByteRope(
             unsafeOwner: self.owners[Int(id)],
-            bytes: UnsafeRawBufferPointer(start: self.address(of: id), count: length)
+            bytes: UnsafeRawBufferPointer(start: self.address(of: id) + range.lowerBound, count: range.count)
         )
+    }
+
+    /// The start of buffer `id`, to read what the kernel wrote there before lending it.
+    internal func bufferAddress(_ id: UInt16) -> UnsafeRawPointer {
+        precondition(Int(id) < self.bufferCount, "bad buffer id")
+        return UnsafeRawPointer(self.address(of: id))
     }
 
     /// Hands back to the kernel every buffer on loan that no rope refers to any more.

@@ -374,7 +374,7 @@ internal final class _ReadinessEngine {
             self.receiveMessageMultishot(op, fd: fd, group: group, template: message)
         case .receiveMessage(let fd, let message):
             // A datagram of 0 bytes is one (not an end of file): every result counts.
-            let received = Glibc.recvmsg(fd, message, Int32(MSG_DONTWAIT))
+            let received = Glibc.recvmsg(fd, message, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
             if received < 0 && errno == EAGAIN {
                 self.park(op, fd: fd, writing: false, ifRefused: -EINVAL)
             } else {

@@ -86,6 +86,12 @@ internal final class _RingCore: @unchecked Sendable {
     private let wakeBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
     /// The provided receive buffers, registered on first use.
     private var _providedBuffers: _ProvidedBuffers?
+    /// Pools of buffer groups of their own (``makeBufferPool(count:size:)``).
+    private var ownedPools: [_ProvidedBuffers] = []
+    /// Buffer group ids for them: released ones, then the next never used (group 0 is the
+    /// ring's own; `UInt16.max` is the probe's).
+    private var freeBufferGroups: [UInt16] = []
+    private var nextBufferGroup: UInt16? = 1
     private let receiveBufferCount: Int
     private let receiveBufferSize: Int
     /// State the channels keep per ring (open-path budget, chunk pool).
@@ -625,9 +631,54 @@ internal final class _RingCore: @unchecked Sendable {
     /// Hands released buffers back to the kernel. (A receive that found none waits one turn and
     /// then reads into fresh memory: see `_DescriptorEntry.receiveEnded`.)
     private func collectReturnedBuffers() {
+        if !self.ownedPools.isEmpty {
+            for pool in self.ownedPools { pool.collectReturned() }
+        }
         guard let pool = self._providedBuffers else { return }
         pool.collectReturned()
         self.counters.buffersOnLoan.store(UInt64(pool.buffersOnLoan), ordering: .relaxed)
+    }
+
+    /// A pool of `count` provided buffers of `size` bytes (each starting on a multiple of 64
+    /// bytes) in a buffer group of its own, for one
+    /// owner (a datagram channel, whose buffers are sized to its largest datagram): collected
+    /// each turn like the ring's own, until ``releaseBufferPool(_:)`` — or the ring's exit,
+    /// which unregisters every pool still registered (its buffers on loan stay valid).
+    ///
+    /// - Throws: ENOMEM; ENOSPC when every buffer group id is taken.
+    internal func makeBufferPool(count: Int, size: Int) throws(Errno) -> _ProvidedBuffers {
+        self.assertOnRingThread()
+        guard
+            let group = self.freeBufferGroups.popLast()
+                ?? self.nextBufferGroup.map({ group in
+                    self.nextBufferGroup = group < UInt16.max - 1 ? group + 1 : nil
+                    return group
+                })
+        else { throw Errno.noSpace }
+        do throws(Errno) {
+            let pool = try _ProvidedBuffers(
+                backend: self.backend,
+                group: group,
+                bufferCount: count,
+                bufferSize: size,
+                stride: (size + 63) & ~63
+            )
+            self.ownedPools.append(pool)
+            return pool
+        } catch {
+            self.freeBufferGroups.append(group)
+            throw error
+        }
+    }
+
+    /// Unregisters a pool of ``makeBufferPool(count:size:)`` (nothing once the ring has
+    /// exited, which did). Its buffers on loan stay valid until their ropes are gone.
+    internal func releaseBufferPool(_ pool: _ProvidedBuffers) {
+        self.assertOnRingThread()
+        guard let index = self.ownedPools.firstIndex(where: { $0 === pool }) else { return }
+        self.ownedPools.remove(at: index)
+        pool.close(backend: self.backend)
+        self.freeBufferGroups.append(pool.group)
     }
 
     // MARK: Ring thread: delivering to queues
@@ -742,6 +793,8 @@ internal final class _RingCore: @unchecked Sendable {
         self.spareTimerTimeouts.removeAll()
         self._providedBuffers?.close(backend: self.backend)
         self._providedBuffers = nil
+        for pool in self.ownedPools { pool.close(backend: self.backend) }
+        self.ownedPools.removeAll()
         self.backend.close()
         _POSIX.close(self.eventFD)
         self.executors = nil

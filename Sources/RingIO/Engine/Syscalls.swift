@@ -340,7 +340,8 @@ package enum RingRequest {
     /// `msg_namelen` bytes), control data (up to `msg_controllen`), then the payload. `message`
     /// gives only those two lengths (and its control buffer's presence).
     case receiveMessageMultishot(fd: CInt, group: UInt16, message: UnsafeMutablePointer<msghdr>)
-    /// Receive one message into the buffers and name of `message`.
+    /// Receive one message into the buffers and name of `message`; the result is a datagram's
+    /// whole length, also when it was truncated (MSG_TRUNC).
     case receiveMessage(fd: CInt, message: UnsafeMutablePointer<msghdr>)
     /// Shut down one or both directions of a connected socket (`SHUT_WR`…).
     case shutdown(fd: CInt, how: CInt)
@@ -418,10 +419,11 @@ package enum RingRequest {
         case .connect(let fd, let address, let length):
             io_uring_prep_connect(sqe, fd, address, length)
         case .receiveMessageMultishot(let fd, let group, let message):
-            io_uring_prep_recvmsg_multishot(sqe, fd, message, 0)
+            // MSG_TRUNC: `payloadlen` is a truncated datagram's whole length.
+            io_uring_prep_recvmsg_multishot(sqe, fd, message, UInt32(MSG_TRUNC))
             CLiburing_sqe_set_buffer_group(sqe, group)
         case .receiveMessage(let fd, let message):
-            io_uring_prep_recvmsg(sqe, fd, message, 0)
+            io_uring_prep_recvmsg(sqe, fd, message, UInt32(MSG_TRUNC))
         case .shutdown(let fd, let how):
             io_uring_prep_shutdown(sqe, fd, how)
         case .openat(let directory, let path, let flags, let mode):

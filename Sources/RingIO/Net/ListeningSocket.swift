@@ -5,6 +5,7 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+import CLiburing
 import SystemPackage
 
 #if canImport(Glibc)
@@ -79,12 +80,13 @@ internal struct _UnixSocketFile: Sendable {
     }
 
     /// Removes the socket file at `path` if no one listens on it: it is a socket file and a
-    /// connect to it is refused. Anything else stays (the bind then fails with EADDRINUSE).
-    static func removeIfStale(_ path: String) {
+    /// connect to it (from a socket of `type`, stream or datagram) is refused. Anything else
+    /// stays (the bind then fails with EADDRINUSE).
+    static func removeIfStale(_ path: String, type: CInt = _SocketConstants.streamCloseOnExec) {
         guard let info = try? _POSIX.status(ofPath: path, followingLinks: false),
             info.st_mode & S_IFMT == S_IFSOCK,
             let address = try? SocketAddress(unixPath: path),
-            let probe = try? _POSIX.socket(family: AF_UNIX, type: _SocketConstants.streamCloseOnExec)
+            let probe = try? _POSIX.socket(family: AF_UNIX, type: type)
         else { return }
         defer { _POSIX.close(probe) }
         do throws(Errno) {
