@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "rope-tour", targets: ["RopeTour"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
         .executable(name: "http-server", targets: ["HTTPServer"]),
+        .executable(name: "tcp-proxy", targets: ["TCPProxy"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
@@ -94,6 +95,12 @@ let package = Package(
             ],
             path: "Examples/HTTPServer"
         ),
+        // The zero-copy TCP proxy: RingIO's public API only.
+        .executableTarget(
+            name: "TCPProxy",
+            dependencies: ["RingIO", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/TCPProxy"
+        ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
         .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
         .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
@@ -109,7 +116,7 @@ let package = Package(
         ),
         // Runs the example servers as processes, with real clients; depends on them so that
         // `swift test` builds them; RingIO only to tell whether io_uring is available here.
-        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer", "HTTPServer", "RingIO"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer", "HTTPServer", "TCPProxy", "RingIO"]),
     ],
     swiftLanguageModes: [.v6]
 )

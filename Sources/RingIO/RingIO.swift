@@ -5,5 +5,8 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
-// `import RingIO` is all a user writes: the rope comes with it.
+// `import RingIO` is all a user writes: the rope comes with it, and so do the types of
+// swift-system that RingIO's API names (`Errno`, `FileDescriptor`, `FilePath`,
+// `FilePermissions`).
 @_exported import ByteRopes
+@_exported import SystemPackage

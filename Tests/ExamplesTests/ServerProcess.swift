@@ -95,6 +95,11 @@ final class ServerProcess {
         return nil
     }
 
+    /// The path of the built executable `name`, next to the test bundle.
+    static func executablePath(_ name: String) -> String {
+        Self.directory + "/" + name
+    }
+
     /// The directory of the test bundle: the build products.
     private static var directory: String {
         var path = [CChar](repeating: 0, count: 4_096)
