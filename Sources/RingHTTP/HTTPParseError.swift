@@ -19,8 +19,9 @@
 ///     }
 ///
 /// Most malformed requests are ``badRequest``. The rules about the `Host` field (RFC 9112
-/// §3.2, RFC 9110 §7.2) and the request target (RFC 9112 §3.2) each have a case of their own,
-/// all answered with 400 too, so that a server can tell them apart without reading the reason.
+/// §3.2, RFC 9110 §7.2), the request target (RFC 9112 §3.2) and chunk extensions (RFC 9112
+/// §7.1.1) each have a case of their own, all answered with 400 too, so that a server can
+/// tell them apart without reading the reason.
 public enum HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible {
     /// 400: a malformed request line, field line, chunk or framing (for example a bare LF,
     /// obs-fold, a space before a colon, conflicting `Content-Length`s, both `Content-Length`
@@ -85,6 +86,14 @@ public enum HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible {
     /// absolute-form target whose authority is malformed.
     case invalidTarget
 
+    // Chunked bodies (RFC 9112 §7.1.1).
+
+    /// 400: a chunk extension that does not follow `*( BWS ";" BWS name [ BWS "=" BWS
+    /// ( token / quoted-string ) ] )`: an empty name, a value missing after `=`, a byte a
+    /// token or a quoted string may not hold, an unterminated quoted string, or whitespace at
+    /// the end of the line.
+    case invalidChunkExtension
+
     /// The status to answer with.
     ///
     /// - Complexity: O(1).
@@ -98,7 +107,7 @@ public enum HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible {
         case .versionNotSupported: return .httpVersionNotSupported
         case .missingHost, .duplicateHost, .emptyHost, .hostWithUserinfo, .hostWithPath, .hostList,
             .hostWithWhitespace, .invalidHostPort, .invalidHost, .hostMismatch, .fragmentInTarget,
-            .targetWithUserinfo, .invalidTarget:
+            .targetWithUserinfo, .invalidTarget, .invalidChunkExtension:
             return .badRequest
         }
     }

@@ -60,7 +60,7 @@ import Darwin
 /// what it buffered, ignores appends and throws the same error again. The server answers and
 /// closes the connection.
 ///
-/// ## Framing rules (RFC 9112 §6)
+/// ## Framing rules (RFC 9112 §2, §5–7)
 ///
 /// - No `Content-Length` and no `Transfer-Encoding`: no body.
 /// - `Content-Length`: digits only; repeated fields or `42, 42` lists must agree (400
@@ -71,6 +71,9 @@ import Darwin
 /// - Line ends are CRLF; a bare LF or CR is 400. Obs-fold (a field line starting with
 ///   whitespace) is 400, as is whitespace between a field name and its colon.
 /// - Empty lines before a request line are skipped (RFC 9112 §2.2).
+/// - Chunk extensions must follow `*( BWS ";" BWS name [ BWS "=" BWS ( token /
+///   quoted-string ) ] )` (RFC 9112 §7.1.1); they are then ignored. Anything else is
+///   ``HTTPParseError/invalidChunkExtension``.
 ///
 /// ## Request line, target and Host (RFC 9112 §3; RFC 9110 §6.2, §7.2)
 ///
@@ -781,9 +784,17 @@ extension HTTPRequestParser {
     }
 
     /// Parses `chunk-size [ chunk-ext ]` from the first `length` bytes of `bytes`: hex
-    /// digits, then optionally BWS `;` and extensions (accepted and ignored).
+    /// digits, then the extensions, checked against their grammar (RFC 9112 §7.1.1) and
+    /// ignored:
+    ///
+    ///     chunk-ext      = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+    ///     chunk-ext-name = token
+    ///     chunk-ext-val  = token / quoted-string
     ///
     /// - Returns: The size, saturated at 2⁴⁴ (over any limit).
+    /// - Throws: 400: ``HTTPParseError/badRequest`` for a missing size or a byte after it
+    ///   that does not start an extension, ``HTTPParseError/invalidChunkExtension`` for a
+    ///   malformed extension.
     static func parseChunkSize<Bytes: IteratorProtocol<UInt8>>(
         _ bytes: inout Bytes,
         length: Int
@@ -807,7 +818,7 @@ extension HTTPRequestParser {
             throw _ParseFailure(.badRequest, "chunk-size line without a size")
         }
         guard var byte = next else { return size }
-        // BWS, then ";" and the extensions.
+        // BWS, then the first ";".
         while _Syntax.isWhitespace(byte), offset < length, let following = bytes.next() {
             offset &+= 1
             byte = following
@@ -815,13 +826,118 @@ extension HTTPRequestParser {
         guard byte == _Syntax.semicolon else {
             throw _ParseFailure(.badRequest, "invalid byte after the chunk size")
         }
+        var state = _ChunkExtensionState.beforeName
         while offset < length, let extensionByte = bytes.next() {
             offset &+= 1
-            guard _Syntax.isFieldValue(extensionByte) else {
-                throw _ParseFailure(.badRequest, "control character in a chunk extension")
+            try state.feed(extensionByte)
+        }
+        try state.finish()
+        return size
+    }
+}
+
+/// Where a chunk-size line's extensions are, after their first `;` (RFC 9112 §7.1.1).
+enum _ChunkExtensionState {
+    /// After `;`: BWS, then a name.
+    case beforeName
+    /// In a name.
+    case name
+    /// Whitespace after a name: more, `=` or `;`.
+    case afterName
+    /// After `=`: BWS, then a token or a quoted string.
+    case beforeValue
+    /// In a token value.
+    case token
+    /// In a quoted string; after its backslash.
+    case quoted, quotedPair
+    /// After a closing quote.
+    case afterQuoted
+    /// Whitespace after a value: more, or `;`.
+    case afterValue
+
+    /// Reads the next byte of the line.
+    mutating func feed(_ byte: UInt8) throws(_ParseFailure) {
+        switch self {
+        case .beforeName:
+            if _Syntax.isWhitespace(byte) { return }
+            guard _Syntax.isToken(byte) else { throw Self.failure(byte, "chunk extension without a name") }
+            self = .name
+        case .name, .token:
+            if _Syntax.isToken(byte) { return }
+            if _Syntax.isWhitespace(byte) {
+                self = self == .name ? .afterName : .afterValue
+            } else if byte == _Syntax.semicolon {
+                self = .beforeName
+            } else if byte == _Syntax.equals && self == .name {
+                self = .beforeValue
+            } else {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
+            }
+        case .afterName:
+            if _Syntax.isWhitespace(byte) { return }
+            if byte == _Syntax.equals {
+                self = .beforeValue
+            } else if byte == _Syntax.semicolon {
+                self = .beforeName
+            } else {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
+            }
+        case .beforeValue:
+            if _Syntax.isWhitespace(byte) { return }
+            if byte == _Syntax.quote {
+                self = .quoted
+            } else if _Syntax.isToken(byte) {
+                self = .token
+            } else {
+                throw Self.failure(byte, "chunk extension without a value after =")
+            }
+        case .quoted:
+            // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
+            if byte == _Syntax.quote {
+                self = .afterQuoted
+            } else if byte == _Syntax.backslash {
+                self = .quotedPair
+            } else if !_Syntax.isFieldValue(byte) {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
+            }
+        case .quotedPair:
+            // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )
+            guard _Syntax.isFieldValue(byte) else { throw Self.failure(byte, "invalid byte in a chunk extension") }
+            self = .quoted
+        case .afterQuoted, .afterValue:
+            if _Syntax.isWhitespace(byte) {
+                self = .afterValue
+            } else if byte == _Syntax.semicolon {
+                self = .beforeName
+            } else {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
             }
         }
-        return size
+    }
+
+    /// Ends the line: the last extension must be complete, with no whitespace after it.
+    func finish() throws(_ParseFailure) {
+        switch self {
+        case .name, .token, .afterQuoted:
+            return
+        case .beforeName:
+            throw _ParseFailure(.invalidChunkExtension, "chunk extension without a name")
+        case .beforeValue:
+            throw _ParseFailure(.invalidChunkExtension, "chunk extension without a value after =")
+        case .quoted, .quotedPair:
+            throw _ParseFailure(.invalidChunkExtension, "unterminated quoted string in a chunk extension")
+        case .afterName, .afterValue:
+            throw _ParseFailure(.invalidChunkExtension, "whitespace at the end of a chunk extension")
+        }
+    }
+
+    /// The failure for `byte`, which is not allowed here: a control character has a reason
+    /// of its own.
+    private static func failure(_ byte: UInt8, _ reason: StaticString) -> _ParseFailure {
+        guard _Syntax.isFieldValue(byte) else {
+            return _ParseFailure(.invalidChunkExtension, "control character in a chunk extension")
+        }
+        return _ParseFailure(.invalidChunkExtension, reason)
     }
 }
 

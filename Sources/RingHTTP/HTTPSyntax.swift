@@ -15,6 +15,9 @@ enum _Syntax {
     static let colon: UInt8 = 0x3A
     static let comma: UInt8 = 0x2C
     static let semicolon: UInt8 = 0x3B
+    static let equals: UInt8 = 0x3D
+    static let quote: UInt8 = 0x22
+    static let backslash: UInt8 = 0x5C
     static let hash: UInt8 = 0x23
     static let slash: UInt8 = 0x2F
     static let question: UInt8 = 0x3F

@@ -184,7 +184,7 @@ let malformedRequests: [Malformed] = [
     ),
     .init(
         "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;a\u{1}\r\n",
-        .badRequest,
+        .invalidChunkExtension,
         "control character in a chunk extension"
     ),
     .init(
