@@ -14,10 +14,19 @@
 //                 picked from a few values (some tiny, so that limits are hit often)
 //     byte 1      how the split parse is fed (bit 0: call nextHead() too; bits 1-2: each
 //                 piece as one region, as 1-byte regions, or as two regions cut in its
-//                 middle; bit 3: also re-parse a canonical form of each request)
+//                 middle; bit 3: also re-parse a canonical form of each request); bits 4-5:
+//                 the grammar mode (0: the data is what a client sends; 1: the data is a
+//                 Host value; 2: the data is a chunk extension)
 //     byte 2      the number of cuts k (0...15)
 //     2k bytes    the cut offsets (little-endian UInt16, modulo the data length + 1)
 //     the rest    the data
+//
+// In the grammar modes the data (CR and LF removed) is put into a request — `GET /` with
+// `Host: <data>`, or a chunked POST whose first chunk-size line is `1;<data>` — and the
+// parser's verdict is compared with a reference written here, independently of the parser's
+// byte-at-a-time scanners (whole-string splits, as one would check the ABNF by hand): RFC
+// 3986's `uri-host [ ":" port ]` with the full IPv6address grammar, and RFC 9112's
+// `chunk-ext`.
 //
 // Each input is parsed three ways: as one rope in one append; in pieces cut at the cuts, one
 // append each, taking requests out after every append as a server does; and as one rope
@@ -25,8 +34,10 @@
 // version, fields, body, keep-alive, 100-continue, framing), the same error and the same
 // final phase. On the way, it checks that no body is longer than the limit, that a parser
 // waiting for more bytes never holds more than about one head, that heads handed out by
-// nextHead() are those of the requests that follow, and the helpers on each request
-// (header lookups, paths and their normalization, the response writer).
+// nextHead() are those of the requests that follow, the helpers on each request (header
+// lookups, paths and their normalization, the response writer), and that every request let
+// through keeps the target and Host rules: no fragment, a target in the form its method
+// allows, a Host that the reference accepts and that agrees with an absolute-form target.
 //
 // Any mismatch is a `fatalError`; set HTTP_FUZZ_TRACE=1 to print each input's parse.
 
@@ -60,6 +71,7 @@ private struct FuzzInput {
     var callNextHead: Bool
     var regionMode: Int
     var reparse: Bool
+    var grammar: GrammarMode
     var data: [UInt8]
     var cuts: [Int]
 
@@ -78,7 +90,22 @@ private struct FuzzInput {
         self.reparse = flags & 8 != 0
         let cutCount = Int(bytes[2] & 15)
         let dataStart = Swift.min(3 + 2 * cutCount, bytes.count)
-        self.data = Array(bytes[dataStart...])
+        let raw = Array(bytes[dataStart...])
+        switch flags >> 4 & 3 {
+        case 1:
+            let value = raw.filter { $0 != 0x0D && $0 != 0x0A }
+            self.grammar = .host(value)
+            self.data = Array("GET / HTTP/1.1\r\nHost: ".utf8) + value + Array("\r\n\r\n".utf8)
+        case 2:
+            let extensions = raw.filter { $0 != 0x0D && $0 != 0x0A }
+            self.grammar = .chunkExtension(extensions)
+            self.data =
+                Array("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;".utf8) + extensions
+                + Array("\r\na\r\n0\r\n\r\n".utf8)
+        default:
+            self.grammar = .none
+            self.data = raw
+        }
         var cuts: [Int] = []
         var index = 3
         while index + 1 < dataStart {
@@ -114,6 +141,13 @@ private struct FuzzInput {
             return ByteRope(copying: bytes)
         }
     }
+}
+
+/// What the data is, in the grammar modes: a Host value, or a chunk extension after `;`.
+private enum GrammarMode {
+    case none
+    case host([UInt8])
+    case chunkExtension([UInt8])
 }
 
 // MARK: - What a parse produced
@@ -276,6 +310,7 @@ private func checkRequest(_ request: HTTPRequest, _ input: FuzzInput) {
     let sent = bytes.count - headLength!
     check(sent == (request.head.method == .head ? 0 : request.body.count), "response body of \(sent) bytes")
 
+    checkTargetAndHost(request.head)
     if input.reparse { reparse(request, limits) }
 }
 
@@ -316,6 +351,291 @@ private func reparse(_ request: HTTPRequest, _ limits: HTTPRequestParser.Limits)
     }
 }
 
+// MARK: - The Host and target rules, by reference
+
+/// The rules every accepted request keeps (RFC 9112 §3.2, RFC 9110 §7.2).
+private func checkTargetAndHost(_ head: HTTPRequestHead) {
+    let target = Array(head.targetBytes)
+    check(!target.contains(UInt8(ascii: "#")), "a target with a fragment got through: \(head)")
+    let hosts = head.headers.values(name: "host")
+    check(hosts.count <= 1 && (head.version == .http1_0 || hosts.count == 1), "Host count \(hosts.count): \(head)")
+    let host = head.headers.firstValueBytes(name: "host").map { Array($0) }
+    if let host {
+        let verdict = Reference.host(host)
+        check(verdict == .valid || verdict == .empty, "Host \(String(decoding: host, as: UTF8.self)) got through")
+    }
+    // The target's form, and the authority the Host must agree with.
+    if head.method == .connect {
+        check(Reference.host(target, requirePort: true) == .valid, "CONNECT target \(head.target) got through")
+        if let host { check(Reference.agree(host, target, defaultPort: nil), "CONNECT Host disagrees: \(head)") }
+    } else if target.first == UInt8(ascii: "/") {
+        check(host == nil || Reference.host(host!) == .valid, "an empty Host with an origin-form target: \(head)")
+    } else if target == [UInt8(ascii: "*")] {
+        check(head.method == .options, "asterisk-form target with \(head.method)")
+    } else {
+        // absolute-form: scheme ":" hier-part
+        guard let colon = target.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+            Reference.isAlpha(target[0]),
+            target[1..<colon].allSatisfy({ Reference.isAlpha($0) || Reference.isDigit($0) || "+-.".utf8.contains($0) })
+        else { return check(false, "target \(head.target) in no form got through") }
+        let scheme = String(decoding: target[..<colon], as: UTF8.self).lowercased()
+        let rest = target[(colon + 1)...]
+        guard rest.starts(with: "//".utf8) else {
+            check(scheme != "http" && scheme != "https", "\(scheme) target without an authority got through")
+            if let host { check(host.isEmpty, "a Host beside a target without an authority: \(head)") }
+            return
+        }
+        var authority = Array(rest.dropFirst(2).prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") })
+        if let at = authority.firstIndex(of: UInt8(ascii: "@")) {
+            check(scheme != "http" && scheme != "https", "userinfo in an \(scheme) target got through")
+            authority = Array(authority[(at + 1)...])
+        }
+        let verdict = Reference.host(authority)
+        check(
+            verdict == .valid || (scheme != "http" && scheme != "https" && (verdict == .empty || verdict == .noHost)),
+            "the authority of \(head.target) got through"
+        )
+        if let host {
+            let defaultPort = scheme == "http" ? 80 : scheme == "https" ? 443 : nil
+            check(Reference.agree(host, authority, defaultPort: defaultPort), "Host disagrees with \(head.target)")
+        }
+    }
+}
+
+/// The grammar mode's check: the parser's verdict on the whole input against the reference.
+/// Inputs whose request a tiny limit cuts short first are not judged.
+private func checkGrammar(_ grammar: GrammarMode, _ outcome: Outcome, _ limits: HTTPRequestParser.Limits) {
+    switch grammar {
+    case .none:
+        return
+    case .host(let value):
+        // The header section is "Host: " value CRLF CRLF.
+        guard value.count + 10 <= limits.maxHeaderSectionLength else { return }
+        let expected = Reference.host(value)
+        let description = String(decoding: value, as: UTF8.self).debugDescription
+        switch expected {
+        case .valid:
+            check(outcome.error == nil && outcome.requests.count == 1, "Host \(description) refused: \(outcome)")
+        case .controlCharacter:
+            check(outcome.error == .badRequest, "Host \(description) with a control character: \(outcome)")
+        case .empty, .noHost:
+            check(outcome.error == .emptyHost, "Host \(description) without a host: \(outcome)")
+        case .invalid:
+            let hostErrors: [HTTPParseError] = [
+                .hostWithUserinfo, .hostWithPath, .hostList, .hostWithWhitespace, .invalidHostPort, .invalidHost,
+            ]
+            check(
+                outcome.error.map(hostErrors.contains) == true,
+                "Host \(description) not refused as a Host: \(outcome)"
+            )
+        }
+    case .chunkExtension(let extensions):
+        // The header section (39 bytes) and the chunk-size line ("1;" and the extensions)
+        // within their limits.
+        guard limits.maxHeaderSectionLength >= 64, extensions.count + 2 <= limits.maxChunkLineLength else { return }
+        let description = String(decoding: extensions, as: UTF8.self).debugDescription
+        if Reference.chunkExtension(extensions) {
+            // The 1-byte body is over a limit of 0.
+            let expected: HTTPParseError? = limits.maxBodyLength == 0 ? .bodyTooLarge : nil
+            check(outcome.error == expected, "chunk extension \(description): \(outcome)")
+        } else {
+            check(outcome.error == .invalidChunkExtension, "chunk extension \(description) not refused: \(outcome)")
+        }
+    }
+}
+
+/// The ABNF, checked the slow and obvious way: split, then look at each part.
+private enum Reference {
+    enum HostVerdict: Equatable {
+        case valid, empty, noHost, invalid, controlCharacter
+    }
+
+    static func isAlpha(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+    static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+    static func isHex(_ byte: UInt8) -> Bool { isDigit(byte) || "abcdefABCDEF".utf8.contains(byte) }
+    static func isUnreserved(_ byte: UInt8) -> Bool { isAlpha(byte) || isDigit(byte) || "-._~".utf8.contains(byte) }
+    static func isSubDelim(_ byte: UInt8) -> Bool { "!$&'()*+,;=".utf8.contains(byte) }
+    static func isTchar(_ byte: UInt8) -> Bool {
+        isAlpha(byte) || isDigit(byte) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+    }
+
+    /// `Host = uri-host [ ":" port ]`, trimmed of SP and HTAB, a comma not allowed in a
+    /// reg-name (a list), the port in 0...65535.
+    static func host(_ raw: [UInt8], requirePort: Bool = false) -> HostVerdict {
+        if raw.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { return .controlCharacter }
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        guard let first = raw.firstIndex(where: { !isSpace($0) }) else { return requirePort ? .invalid : .empty }
+        let last = raw.lastIndex(where: { !isSpace($0) })!
+        let value = Array(raw[first...last])
+        var host: ArraySlice<UInt8>
+        var port: ArraySlice<UInt8>?
+        if value.first == UInt8(ascii: "[") {
+            guard let close = value.firstIndex(of: UInt8(ascii: "]")) else { return .invalid }
+            host = value[...close]
+            let after = value[(close + 1)...]
+            if !after.isEmpty {
+                guard after.first == UInt8(ascii: ":") else { return .invalid }
+                port = after.dropFirst()
+            }
+            guard ipLiteral(Array(host.dropFirst().dropLast())) else { return .invalid }
+        } else {
+            if let colon = value.firstIndex(of: UInt8(ascii: ":")) {
+                host = value[..<colon]
+                port = value[(colon + 1)...]
+            } else {
+                host = value[...]
+            }
+            guard regName(Array(host)) else { return .invalid }
+        }
+        if let port {
+            guard port.allSatisfy(isDigit) else { return .invalid }
+            let digits = port.drop { $0 == UInt8(ascii: "0") }
+            guard digits.count <= 5, (Int(String(decoding: digits, as: UTF8.self)) ?? 0) <= 65535 else {
+                return .invalid
+            }
+            if requirePort && port.isEmpty { return .invalid }
+        } else if requirePort {
+            return .invalid
+        }
+        if host.isEmpty { return requirePort ? .invalid : .noHost }
+        return .valid
+    }
+
+    /// `reg-name = *( unreserved / pct-encoded / sub-delims )`, without the comma.
+    static func regName(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, isHex(bytes[index + 1]), isHex(bytes[index + 2]) else { return false }
+                index += 3
+                continue
+            }
+            guard isUnreserved(byte) || (isSubDelim(byte) && byte != UInt8(ascii: ",")) else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// `IPv6address / IPvFuture`, between the brackets.
+    static func ipLiteral(_ bytes: [UInt8]) -> Bool {
+        if let first = bytes.first, first == UInt8(ascii: "v") || first == UInt8(ascii: "V") {
+            guard let dot = bytes.firstIndex(of: UInt8(ascii: ".")), dot > 1 else { return false }
+            let version = bytes[1..<dot]
+            let address = bytes[(dot + 1)...]
+            return version.allSatisfy(isHex) && !address.isEmpty
+                && address.allSatisfy { isUnreserved($0) || isSubDelim($0) || $0 == UInt8(ascii: ":") }
+        }
+        return ipv6(bytes)
+    }
+
+    /// RFC 3986's IPv6address: split at "::" (at most one), then at ":"; an IPv4address only
+    /// as the last piece of all; 8 pieces, or at most 7 beside "::".
+    static func ipv6(_ bytes: [UInt8]) -> Bool {
+        let colon = UInt8(ascii: ":")
+        let double = bytes.indices.dropLast().first { bytes[$0] == colon && bytes[$0 + 1] == colon }
+        var halves = [bytes[...]]
+        if let double {
+            halves = [bytes[..<double], bytes[(double + 2)...]]
+            // A second "::" (":::" included: its third colon leaves an empty piece below).
+            if halves[1].indices.dropLast().contains(where: { halves[1][$0] == colon && halves[1][$0 + 1] == colon }) {
+                return false
+            }
+        }
+        let pieces = halves.map { $0.isEmpty ? [] : $0.split(separator: colon, omittingEmptySubsequences: false) }
+        let all = pieces.flatMap { $0 }
+        let endsWithDouble = double != nil && pieces[1].isEmpty
+        var count = 0
+        for (index, piece) in all.enumerated() {
+            if index == all.count - 1 && !endsWithDouble && piece.contains(UInt8(ascii: ".")) {
+                guard ipv4(Array(piece)) else { return false }
+                count += 2
+            } else {
+                guard (1...4).contains(piece.count), piece.allSatisfy(isHex) else { return false }
+                count += 1
+            }
+        }
+        return double != nil ? count <= 7 : count == 8
+    }
+
+    /// `dec-octet "." dec-octet "." dec-octet "." dec-octet`.
+    static func ipv4(_ bytes: [UInt8]) -> Bool {
+        let octets = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return octets.count == 4
+            && octets.allSatisfy { octet in
+                (1...3).contains(octet.count) && octet.allSatisfy(isDigit)
+                    && (octet.count == 1 || octet.first != UInt8(ascii: "0"))
+                    && Int(String(decoding: octet, as: UTF8.self))! <= 255
+            }
+    }
+
+    /// Whether two authorities name the same host and port: hosts ASCII case-insensitively,
+    /// an empty or default port the same as none.
+    static func agree(_ one: [UInt8], _ other: [UInt8], defaultPort: Int?) -> Bool {
+        func split(_ authority: [UInt8]) -> (String, Int?) {
+            let text = String(decoding: authority, as: UTF8.self).lowercased()
+            let hostEnd =
+                text.hasPrefix("[")
+                ? text.firstIndex(of: "]").map { text.index(after: $0) } ?? text.endIndex
+                : text.firstIndex(of: ":") ?? text.endIndex
+            let port = text[hostEnd...].dropFirst()
+            var value = port.isEmpty ? nil : Int(port.drop { $0 == "0" }) ?? 0
+            if value == defaultPort { value = nil }
+            return (String(text[..<hostEnd]), value)
+        }
+        return split(one) == split(other)
+    }
+
+    /// `chunk-ext` after its first ";": `BWS name [ BWS "=" BWS ( token / quoted-string ) ]`,
+    /// then `*( BWS ";" BWS name … )`, nothing after the last.
+    static func chunkExtension(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        func skipBWS() { while index < bytes.count && (bytes[index] == 0x20 || bytes[index] == 0x09) { index += 1 } }
+        func token() -> Bool {
+            let start = index
+            while index < bytes.count && isTchar(bytes[index]) { index += 1 }
+            return index > start
+        }
+        func quotedString() -> Bool {
+            guard index < bytes.count, bytes[index] == 0x22 else { return false }
+            index += 1
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == 0x22 {
+                    index += 1
+                    return true
+                }
+                let isText = { (byte: UInt8) in byte == 0x09 || (byte >= 0x20 && byte != 0x7F) }
+                if byte == 0x5C {
+                    guard index + 1 < bytes.count, isText(bytes[index + 1]) else { return false }
+                    index += 2
+                } else {
+                    guard isText(byte) else { return false }
+                    index += 1
+                }
+            }
+            return false
+        }
+        while true {
+            skipBWS()
+            guard token() else { return false }
+            let afterName = index
+            skipBWS()
+            if index < bytes.count && bytes[index] == UInt8(ascii: "=") {
+                index += 1
+                skipBWS()
+                guard token() || quotedString() else { return false }
+            } else {
+                index = afterName
+            }
+            if index == bytes.count { return true }
+            skipBWS()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ";") else { return false }
+            index += 1
+        }
+    }
+}
+
 // MARK: - Entry point
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -335,5 +655,6 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     check(split == whole, "fed in \(pieces.count) pieces: \(split), whole: \(whole)")
     check(oneRope == whole, "fed as one rope of \(regions.regionCount) regions: \(oneRope), whole: \(whole)")
+    checkGrammar(input.grammar, whole, input.limits)
     return 0
 }

@@ -87,26 +87,28 @@ extension Server {
         }
     }
 
-    /// The response that ends a connection after a parse error or a timeout.
-    func answer(failure status: HTTPStatus) -> ByteRope {
-        let body = ByteRope(copying: Self.explanation(of: status).utf8)
+    /// The response that ends a connection after a parse error or a timeout; `rule` is the
+    /// parser's `HTTPRequestParser.failureReason`, which a 400's body names.
+    func answer(failure status: HTTPStatus, rule: String? = nil) -> ByteRope {
+        let body = ByteRope(copying: Self.explanation(of: status, rule: rule).utf8)
         if self.accessLog { self.log(method: "-", path: "-", status: status, bytes: body.count) }
         return self.writer.serialize(
             HTTPResponse(status: status, headers: Self.textPlain, body: body, closeConnection: true)
         )
     }
 
-    /// The body of the response to a request that could not be parsed (or arrive in time).
-    private static func explanation(of status: HTTPStatus) -> String {
+    /// The body of the response to a request that could not be parsed (or arrive in time),
+    /// such as `400 Bad Request: the request is not valid HTTP/1.1: userinfo in the Host value`.
+    private static func explanation(of status: HTTPStatus, rule: String?) -> String {
         let reason: String
         switch status.code {
-        case 400: reason = "the request is not valid HTTP/1.1"
+        case 400: reason = "the request is not valid HTTP/1.1" + (rule.map { ": " + $0 } ?? "")
         case 408: reason = "the request did not arrive within --header-timeout"
         case 413: reason = "the request body is longer than --max-body allows"
         case 414: reason = "the request line is too long"
         case 431: reason = "the request header section is too large"
         case 501: reason = "the transfer coding is not implemented"
-        case 505: reason = "this server speaks HTTP/1.0 and HTTP/1.1"
+        case 505: reason = "this server speaks HTTP/1.0 and HTTP/1.1 (HTTP/1.2 to 1.9 as 1.1)"
         default: reason = "the request cannot be answered"
         }
         return "\(status): \(reason)\n"

@@ -93,7 +93,7 @@ struct AsyncHTTPConnection {
                 guard let next = try self.parser.next() else { break }
                 request = next
             } catch {
-                batch.append(self.server.answer(failure: error.status))
+                batch.append(self.server.answer(failure: error.status, rule: self.parser.failureReason))
                 closing = true
                 break
             }
@@ -115,7 +115,7 @@ struct AsyncHTTPConnection {
                     batch.append(HTTPResponseWriter.continueResponse)
                 }
             } catch {
-                batch.append(self.server.answer(failure: error.status))
+                batch.append(self.server.answer(failure: error.status, rule: self.parser.failureReason))
                 closing = true
             }
         }

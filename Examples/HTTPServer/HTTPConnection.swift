@@ -81,8 +81,9 @@ final class HTTPConnection: @unchecked Sendable {
     private var idleTicks = 0
     /// Ticks since the current request's first bytes arrived; `nil` between requests.
     private var requestTicks: Int?
-    /// The status to answer after the requests already parsed, before closing.
-    private var failureStatus: HTTPStatus?
+    /// The status to answer after the requests already parsed, before closing, and the rule
+    /// the request broke (the parser's `failureReason`).
+    private var failure: (status: HTTPStatus, rule: String?)?
 
     init(_ connection: IOConnection, queue: any IOQueue, server: Server) {
         self.connection = connection
@@ -191,7 +192,7 @@ final class HTTPConnection: @unchecked Sendable {
                 self.continueOwed = true
             }
         } catch {
-            self.failAfterPending(status: error.status)
+            self.failAfterPending(status: error.status, rule: parser.failureReason)
         }
         // The header timeout counts from the first bytes of the request now being received.
         if !parser.isMidRequest {
@@ -223,10 +224,11 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Answering
 
-    /// Answers `status` after the requests already parsed, then closes.
-    private func failAfterPending(status: HTTPStatus) {
-        guard self.failureStatus == nil else { return }
-        self.failureStatus = status
+    /// Answers `status` after the requests already parsed, then closes; a 400's body names
+    /// `rule`.
+    private func failAfterPending(status: HTTPStatus, rule: String? = nil) {
+        guard self.failure == nil else { return }
+        self.failure = (status, rule)
     }
 
     /// Answers the pending requests in order into the batch (until a file must be spliced or
@@ -246,8 +248,8 @@ final class HTTPConnection: @unchecked Sendable {
             }
         }
         if !self.busy && !self.closing && !self.closed && self.pending.isEmpty {
-            if let status = self.failureStatus {
-                self.batch.append(self.server.answer(failure: status))
+            if let failure = self.failure {
+                self.batch.append(self.server.answer(failure: failure.status, rule: failure.rule))
                 self.closing = true
             } else if self.continueOwed {
                 self.continueOwed = false

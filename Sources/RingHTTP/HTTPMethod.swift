@@ -99,8 +99,9 @@ public enum HTTPMethod: Hashable, Sendable, CustomStringConvertible {
 
 /// An HTTP version, such as 1.1.
 ///
-/// The parser accepts 1.0 and 1.1; any other well-formed `HTTP/d.d` is
-/// ``HTTPParseError/versionNotSupported``.
+/// The parser accepts 1.0 and 1.1, and handles 1.2 to 1.9 as 1.1 (RFC 9110 §6.2: a higher
+/// minor version is processed as the highest one the recipient speaks); any other
+/// well-formed `HTTP/d.d` is ``HTTPParseError/versionNotSupported``.
 public struct HTTPVersion: Hashable, Sendable, Comparable, CustomStringConvertible {
     // Two bytes, not two words: a version travels in every request head.
     private var majorDigit: UInt8

@@ -18,7 +18,9 @@ import ByteRopes
 public struct HTTPRequestHead: Sendable, CustomStringConvertible {
     /// The method, such as ``HTTPMethod/get``.
     public let method: HTTPMethod
-    /// The protocol version: ``HTTPVersion/http1_1`` or ``HTTPVersion/http1_0``.
+    /// The protocol version: ``HTTPVersion/http1_1`` or ``HTTPVersion/http1_0``. A request
+    /// sent as HTTP/1.2 to HTTP/1.9 is handled as HTTP/1.1 (RFC 9110 §6.2) and has version
+    /// ``HTTPVersion/http1_1``: it is answered as one.
     public let version: HTTPVersion
 
     // The head is kept compact — one rope and offsets into it, not a rope per part — since
@@ -67,7 +69,9 @@ public struct HTTPRequestHead: Sendable, CustomStringConvertible {
 
     /// The request target as sent (not percent-decoded), as a sub-rope of the received
     /// bytes: usually origin-form (`/path?query`); also absolute-form
-    /// (`http://host/path`), authority-form (`host:port`, for `CONNECT`) or `*`.
+    /// (`http://host/path`), authority-form (`host:port`, for `CONNECT`) or `*` (for
+    /// `OPTIONS`). The parser has checked its form against the method, and that it has no
+    /// fragment (`#`).
     ///
     /// - Complexity: O(log *r*) for *r* regions; allocates nothing for a head received in
     ///   one or two regions.
@@ -145,8 +149,9 @@ public struct HTTPRequestHead: Sendable, CustomStringConvertible {
     /// is none); `nil` when the target is not absolute-form.
     private static func absoluteFormPathStart(_ utf8: String.UTF8View) -> String.UTF8View.Index? {
         guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        // scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
         let scheme = utf8[..<colon]
-        guard !scheme.isEmpty, scheme.allSatisfy({ $0 < 0x80 && (_Syntax.lowercased($0) &- 0x61 < 26) }) else {
+        guard let first = scheme.first, _Syntax.isAlpha(first), scheme.dropFirst().allSatisfy(_Syntax.isScheme) else {
             return nil
         }
         let afterColon = utf8[utf8.index(after: colon)...]

@@ -10,6 +10,8 @@
 struct _FieldSummary {
     var fieldCount = 0
     var hostCount = 0
+    /// The first `Host` field's value, checked as `uri-host [ ":" port ]`.
+    var host = _AuthorityScanner.Verdict.empty
     /// The agreed value of every `Content-Length` element, saturated at 2⁵⁰.
     var contentLength: Int?
     var sawTransferEncoding = false
@@ -51,7 +53,8 @@ struct _FieldSummary {
     ///
     /// - Throws: 400 for a byte that is not allowed where it is: whitespace at the start of
     ///   a line (obs-fold), before the colon, an empty or invalid name, a control character
-    ///   in a value, a bare CR or LF; and for a malformed or conflicting `Content-Length`.
+    ///   in a value, a bare CR or LF; and for a malformed or conflicting `Content-Length`. A
+    ///   `Host` value's verdict is recorded, for the caller to judge with the target.
     static func scan<Bytes: IteratorProtocol<UInt8>>(
         _ bytes: inout Bytes,
         recognizing: Bool
@@ -92,24 +95,35 @@ struct _FieldSummary {
             let kind = recognizing ? Kind(name) : .other
             // The value, up to the CR.
             var sawCR = false
-            while let byte = bytes.next() {
-                if byte == _Syntax.cr {
-                    sawCR = true
-                    break
-                }
-                guard _Syntax.isFieldValue(byte) else {
-                    if byte == _Syntax.lf {
-                        throw _ParseFailure(.badRequest, "field line ends with a bare LF")
+            if kind == .host {
+                // Checked as it is read; the bytes of a reg-name, most of a usual value, cost
+                // no more than the checks every value has.
+                var host = _AuthorityScanner()
+                while let byte = bytes.next() {
+                    if host.isInRegName && _Syntax.isRegName(byte) { continue }
+                    if byte == _Syntax.cr {
+                        sawCR = true
+                        break
                     }
-                    throw _ParseFailure(.badRequest, "control character in a field value")
+                    guard _Syntax.isFieldValue(byte) else { throw Self.invalidValueByte(byte) }
+                    host.feed(byte)
                 }
-                switch kind {
-                case .other, .host:
-                    break
-                case .contentLength:
-                    try number.feed(byte)
-                case .transferEncoding, .connection, .expect:
-                    if let element = list.feed(byte) { summary.take(element, of: kind) }
+                if summary.hostCount == 0 { summary.host = host.finish() }
+            } else {
+                while let byte = bytes.next() {
+                    if byte == _Syntax.cr {
+                        sawCR = true
+                        break
+                    }
+                    guard _Syntax.isFieldValue(byte) else { throw Self.invalidValueByte(byte) }
+                    switch kind {
+                    case .other, .host:
+                        break
+                    case .contentLength:
+                        try number.feed(byte)
+                    case .transferEncoding, .connection, .expect:
+                        if let element = list.feed(byte) { summary.take(element, of: kind) }
+                    }
                 }
             }
             guard sawCR else {
@@ -140,6 +154,15 @@ struct _FieldSummary {
         // The caller passes whole lines: the parser found their CRLF CRLF end.
         assert(!cutShort, "field lines cut short")
         return summary
+    }
+
+    /// The error for a byte that may not be in a field value: a bare LF or another control
+    /// character.
+    private static func invalidValueByte(_ byte: UInt8) -> _ParseFailure {
+        if byte == _Syntax.lf {
+            return _ParseFailure(.badRequest, "field line ends with a bare LF")
+        }
+        return _ParseFailure(.badRequest, "control character in a field value")
     }
 
     /// Records one element of a `Transfer-Encoding`, `Connection` or `Expect` list.

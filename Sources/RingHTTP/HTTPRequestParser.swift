@@ -56,10 +56,11 @@ import Darwin
 /// ## Errors
 ///
 /// ``next()`` and ``nextHead()`` throw ``HTTPParseError``, which carries the status to
-/// answer with. From then on the parser is failed: it drops what it buffered, ignores
-/// appends and throws the same error again. The server answers and closes the connection.
+/// answer with; ``failureReason`` names the rule. From then on the parser is failed: it drops
+/// what it buffered, ignores appends and throws the same error again. The server answers and
+/// closes the connection.
 ///
-/// ## Framing rules (RFC 9112 §6)
+/// ## Framing rules (RFC 9112 §2, §5–7)
 ///
 /// - No `Content-Length` and no `Transfer-Encoding`: no body.
 /// - `Content-Length`: digits only; repeated fields or `42, 42` lists must agree (400
@@ -67,10 +68,36 @@ import Darwin
 /// - `Transfer-Encoding` must end in `chunked` (400 otherwise); any other coding before it
 ///   is 501; `chunked` twice, `Transfer-Encoding` together with `Content-Length`, or in an
 ///   HTTP/1.0 request is 400.
-/// - HTTP/1.1 requests need exactly one `Host` field, HTTP/1.0 at most one (400).
 /// - Line ends are CRLF; a bare LF or CR is 400. Obs-fold (a field line starting with
 ///   whitespace) is 400, as is whitespace between a field name and its colon.
 /// - Empty lines before a request line are skipped (RFC 9112 §2.2).
+/// - Chunk extensions must follow `*( BWS ";" BWS name [ BWS "=" BWS ( token /
+///   quoted-string ) ] )` (RFC 9112 §7.1.1); they are then ignored. Anything else is
+///   ``HTTPParseError/invalidChunkExtension``.
+///
+/// ## Request line, target and Host (RFC 9112 §3; RFC 9110 §6.2, §7.2)
+///
+/// - `HTTP/1.0` and `HTTP/1.1`; `HTTP/1.2` to `HTTP/1.9` are handled as HTTP/1.1 and report
+///   ``HTTPVersion/http1_1`` (a minor version above the highest one spoken is processed as
+///   that one); any other major version is 505.
+/// - The target has no fragment (``HTTPParseError/fragmentInTarget``) and is in the form its
+///   method may use: origin-form (`/path?query`), absolute-form (`scheme:…`), `*` for OPTIONS
+///   only, `host:port` for CONNECT only (``HTTPParseError/invalidTarget``). An `http` or
+///   `https` target has a host and no userinfo (``HTTPParseError/targetWithUserinfo``).
+/// - HTTP/1.1 requests need exactly one `Host` field, HTTP/1.0 at most one
+///   (``HTTPParseError/missingHost``, ``HTTPParseError/duplicateHost``).
+/// - The `Host` value is `uri-host [ ":" port ]` as RFC 3986 defines it: an IP literal
+///   (`[IPv6]` with the full IPv6 grammar, or `[vX.future]`), an IPv4 address or a reg-name
+///   (unreserved bytes, sub-delims but the comma, `%XX` escapes), then a port of digits in
+///   0...65535 (an empty port, `host:`, is allowed, as `port = *DIGIT` allows it, and is the
+///   same as none). Userinfo, a path, a list, inner whitespace, a bad port, anything else
+///   and an empty host each have their ``HTTPParseError`` case. An empty value is allowed only
+///   beside an absolute-form target without an authority (`urn:x`), where it is required.
+/// - Beside an absolute-form or authority-form target, the `Host` must agree with the
+///   target's authority: the same host (ASCII case-insensitively) and port (an empty or
+///   default port being none) — ``HTTPParseError/hostMismatch``.
+/// - Checking the `Host` value costs its bytes a mask test each in the same pass as the other
+///   fields, and allocates nothing.
 ///
 /// Protocol upgrades and `CONNECT` tunnels are out of scope: after one, the bytes are not
 /// HTTP/1.1 any more.
@@ -416,8 +443,21 @@ extension HTTPRequestParser {
             { (bytes) throws(_ParseFailure) in try _FieldSummary.scan(&bytes, recognizing: true) }
         )
 
-        if line.version == .http1_1 ? summary.hostCount != 1 : summary.hostCount > 1 {
-            throw _ParseFailure(.badRequest, "not exactly one Host field")
+        let headBytes = self.buffer.subrange(0..<fields.upperBound)
+        // The target's form; origin-form, the common case, is known by its first byte.
+        var form = _TargetForm.origin
+        if bytes[line.targetRange.lowerBound] != _Syntax.slash || line.method.isConnect {
+            form = try _TargetForm(headBytes.subrange(line.targetRange), method: line.method)
+        }
+        // The common case: one valid Host, beside an origin-form target.
+        if summary.hostCount != 1 || summary.host != .valid || !form.isOrigin {
+            try Self.checkHost(
+                summary,
+                version: line.version,
+                form: form,
+                head: headBytes,
+                fieldsStart: fields.lowerBound
+            )
         }
         var contentLength: Int?
         if summary.sawTransferEncoding {
@@ -456,7 +496,7 @@ extension HTTPRequestParser {
         self.head = HTTPRequestHead(
             method: line.method,
             version: line.version,
-            bytes: self.buffer.subrange(0..<fields.upperBound),
+            bytes: headBytes,
             target: line.targetRange,
             fieldsStart: fields.lowerBound,
             fieldCount: summary.fieldCount,
@@ -465,6 +505,81 @@ extension HTTPRequestParser {
             contentLength: contentLength,
             isChunked: summary.sawTransferEncoding
         )
+    }
+}
+
+// MARK: - Host
+
+extension HTTPRequestParser {
+    /// Applies the `Host` rules (RFC 9112 §3.2; RFC 9110 §7.2): exactly one `Host` in an
+    /// HTTP/1.1 request, at most one in an HTTP/1.0 request, its value `uri-host [ ":" port ]`
+    /// with a host, and the same authority as the target's when the target has one.
+    ///
+    /// - Parameters:
+    ///   - summary: The field section's summary.
+    ///   - form: The target's form.
+    ///   - head: The request line and the field lines.
+    ///   - fieldsStart: Where the field lines start in `head`.
+    private static func checkHost(
+        _ summary: _FieldSummary,
+        version: HTTPVersion,
+        form: _TargetForm,
+        head: ByteRope,
+        fieldsStart: Int
+    ) throws(_ParseFailure) {
+        switch summary.hostCount {
+        case 0:
+            guard version != .http1_1 else { throw _ParseFailure(.missingHost, "no Host field") }
+            return
+        case 1:
+            break
+        default:
+            throw _ParseFailure(.duplicateHost, "more than one Host field line")
+        }
+        switch summary.host {
+        case .valid:
+            break
+        case .empty:
+            guard case .absolute = form else { throw _ParseFailure(.emptyHost, "empty Host") }
+        case .noHost:
+            throw _ParseFailure(.emptyHost, "Host with a port and no host")
+        case .invalidHost:
+            throw _ParseFailure(.invalidHost, "Host is not an IP literal, an IPv4 address or a reg-name")
+        case .invalidPort:
+            throw _ParseFailure(.invalidHostPort, "Host port not digits or over 65535")
+        case .whitespace:
+            throw _ParseFailure(.hostWithWhitespace, "whitespace inside the Host value")
+        case .path:
+            throw _ParseFailure(.hostWithPath, "path, query or fragment in the Host value")
+        case .list:
+            throw _ParseFailure(.hostList, "list of values in the Host field")
+        case .userinfo:
+            throw _ParseFailure(.hostWithUserinfo, "userinfo in the Host value")
+        }
+        let authority: ByteRope
+        var defaultPort: Int?
+        switch form {
+        case .origin, .asterisk:
+            return
+        case .authority(let target):
+            authority = target
+        case .absolute(let targetAuthority, let port):
+            guard let targetAuthority else {
+                // RFC 9110 §7.2: a target without an authority goes with an empty Host.
+                guard summary.host == .empty else {
+                    throw _ParseFailure(.hostMismatch, "Host not empty beside a target without an authority")
+                }
+                return
+            }
+            authority = targetAuthority
+            defaultPort = port
+        }
+        let host =
+            HTTPHeaders(head: head, fieldsStart: fieldsStart, count: summary.fieldCount)
+            .firstValueBytes(name: "host") ?? ByteRope()
+        guard _AuthorityScanner.agree(host, authority, defaultPort: defaultPort) else {
+            throw _ParseFailure(.hostMismatch, "Host differs from the authority of the request target")
+        }
     }
 }
 
@@ -500,7 +615,7 @@ enum _RequestLineScan {
             throw _ParseFailure(.badRequest, "request line without a method and a target")
         }
 
-        // request-target: visible ASCII.
+        // request-target: visible ASCII, without a fragment (no form has one: RFC 9112 §3.2).
         let targetStart = offset
         sawSpace = false
         while offset < length, let byte = bytes.next() {
@@ -509,7 +624,10 @@ enum _RequestLineScan {
                 sawSpace = true
                 break
             }
-            guard _Syntax.isTarget(byte) else {
+            guard _Syntax.isTarget(byte), byte != _Syntax.hash else {
+                if byte == _Syntax.hash {
+                    throw _ParseFailure(.fragmentInTarget, "fragment in the request target")
+                }
                 throw _ParseFailure(.badRequest, "invalid byte in the request target")
             }
         }
@@ -539,7 +657,12 @@ enum _RequestLineScan {
             else {
                 throw _ParseFailure(.badRequest, "malformed HTTP version")
             }
-            throw _ParseFailure(.versionNotSupported, "HTTP version other than 1.0 and 1.1")
+            // HTTP/1.2 to HTTP/1.9: handled as the highest minor version this parser speaks
+            // (RFC 9110 §6.2).
+            guard word >> 40 & 0xFF == 0x31 else {
+                throw _ParseFailure(.versionNotSupported, "HTTP major version other than 1")
+            }
+            version = .http1_1
         }
         return (packed, methodLength, targetStart..<targetEnd, version)
     }
@@ -661,9 +784,17 @@ extension HTTPRequestParser {
     }
 
     /// Parses `chunk-size [ chunk-ext ]` from the first `length` bytes of `bytes`: hex
-    /// digits, then optionally BWS `;` and extensions (accepted and ignored).
+    /// digits, then the extensions, checked against their grammar (RFC 9112 §7.1.1) and
+    /// ignored:
+    ///
+    ///     chunk-ext      = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+    ///     chunk-ext-name = token
+    ///     chunk-ext-val  = token / quoted-string
     ///
     /// - Returns: The size, saturated at 2⁴⁴ (over any limit).
+    /// - Throws: 400: ``HTTPParseError/badRequest`` for a missing size or a byte after it
+    ///   that does not start an extension, ``HTTPParseError/invalidChunkExtension`` for a
+    ///   malformed extension.
     static func parseChunkSize<Bytes: IteratorProtocol<UInt8>>(
         _ bytes: inout Bytes,
         length: Int
@@ -687,7 +818,7 @@ extension HTTPRequestParser {
             throw _ParseFailure(.badRequest, "chunk-size line without a size")
         }
         guard var byte = next else { return size }
-        // BWS, then ";" and the extensions.
+        // BWS, then the first ";".
         while _Syntax.isWhitespace(byte), offset < length, let following = bytes.next() {
             offset &+= 1
             byte = following
@@ -695,13 +826,118 @@ extension HTTPRequestParser {
         guard byte == _Syntax.semicolon else {
             throw _ParseFailure(.badRequest, "invalid byte after the chunk size")
         }
+        var state = _ChunkExtensionState.beforeName
         while offset < length, let extensionByte = bytes.next() {
             offset &+= 1
-            guard _Syntax.isFieldValue(extensionByte) else {
-                throw _ParseFailure(.badRequest, "control character in a chunk extension")
+            try state.feed(extensionByte)
+        }
+        try state.finish()
+        return size
+    }
+}
+
+/// Where a chunk-size line's extensions are, after their first `;` (RFC 9112 §7.1.1).
+enum _ChunkExtensionState {
+    /// After `;`: BWS, then a name.
+    case beforeName
+    /// In a name.
+    case name
+    /// Whitespace after a name: more, `=` or `;`.
+    case afterName
+    /// After `=`: BWS, then a token or a quoted string.
+    case beforeValue
+    /// In a token value.
+    case token
+    /// In a quoted string; after its backslash.
+    case quoted, quotedPair
+    /// After a closing quote.
+    case afterQuoted
+    /// Whitespace after a value: more, or `;`.
+    case afterValue
+
+    /// Reads the next byte of the line.
+    mutating func feed(_ byte: UInt8) throws(_ParseFailure) {
+        switch self {
+        case .beforeName:
+            if _Syntax.isWhitespace(byte) { return }
+            guard _Syntax.isToken(byte) else { throw Self.failure(byte, "chunk extension without a name") }
+            self = .name
+        case .name, .token:
+            if _Syntax.isToken(byte) { return }
+            if _Syntax.isWhitespace(byte) {
+                self = self == .name ? .afterName : .afterValue
+            } else if byte == _Syntax.semicolon {
+                self = .beforeName
+            } else if byte == _Syntax.equals && self == .name {
+                self = .beforeValue
+            } else {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
+            }
+        case .afterName:
+            if _Syntax.isWhitespace(byte) { return }
+            if byte == _Syntax.equals {
+                self = .beforeValue
+            } else if byte == _Syntax.semicolon {
+                self = .beforeName
+            } else {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
+            }
+        case .beforeValue:
+            if _Syntax.isWhitespace(byte) { return }
+            if byte == _Syntax.quote {
+                self = .quoted
+            } else if _Syntax.isToken(byte) {
+                self = .token
+            } else {
+                throw Self.failure(byte, "chunk extension without a value after =")
+            }
+        case .quoted:
+            // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
+            if byte == _Syntax.quote {
+                self = .afterQuoted
+            } else if byte == _Syntax.backslash {
+                self = .quotedPair
+            } else if !_Syntax.isFieldValue(byte) {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
+            }
+        case .quotedPair:
+            // quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )
+            guard _Syntax.isFieldValue(byte) else { throw Self.failure(byte, "invalid byte in a chunk extension") }
+            self = .quoted
+        case .afterQuoted, .afterValue:
+            if _Syntax.isWhitespace(byte) {
+                self = .afterValue
+            } else if byte == _Syntax.semicolon {
+                self = .beforeName
+            } else {
+                throw Self.failure(byte, "invalid byte in a chunk extension")
             }
         }
-        return size
+    }
+
+    /// Ends the line: the last extension must be complete, with no whitespace after it.
+    func finish() throws(_ParseFailure) {
+        switch self {
+        case .name, .token, .afterQuoted:
+            return
+        case .beforeName:
+            throw _ParseFailure(.invalidChunkExtension, "chunk extension without a name")
+        case .beforeValue:
+            throw _ParseFailure(.invalidChunkExtension, "chunk extension without a value after =")
+        case .quoted, .quotedPair:
+            throw _ParseFailure(.invalidChunkExtension, "unterminated quoted string in a chunk extension")
+        case .afterName, .afterValue:
+            throw _ParseFailure(.invalidChunkExtension, "whitespace at the end of a chunk extension")
+        }
+    }
+
+    /// The failure for `byte`, which is not allowed here: a control character has a reason
+    /// of its own.
+    private static func failure(_ byte: UInt8, _ reason: StaticString) -> _ParseFailure {
+        guard _Syntax.isFieldValue(byte) else {
+            return _ParseFailure(.invalidChunkExtension, "control character in a chunk extension")
+        }
+        return _ParseFailure(.invalidChunkExtension, reason)
     }
 }
 

@@ -15,6 +15,18 @@ enum _Syntax {
     static let colon: UInt8 = 0x3A
     static let comma: UInt8 = 0x2C
     static let semicolon: UInt8 = 0x3B
+    static let equals: UInt8 = 0x3D
+    static let quote: UInt8 = 0x22
+    static let backslash: UInt8 = 0x5C
+    static let hash: UInt8 = 0x23
+    static let slash: UInt8 = 0x2F
+    static let question: UInt8 = 0x3F
+    static let at: UInt8 = 0x40
+    static let percent: UInt8 = 0x25
+    static let dot: UInt8 = 0x2E
+    static let asterisk: UInt8 = 0x2A
+    static let openBracket: UInt8 = 0x5B
+    static let closeBracket: UInt8 = 0x5D
 
     /// `CRLF CRLF`, the end of a header or trailer section, in static memory.
     static var headEnd: UnsafeRawBufferPointer {
@@ -29,6 +41,47 @@ enum _Syntax {
         if byte < 64 { return (0x03FF_6CFA_0000_0000 as UInt64) >> byte & 1 == 1 }
         if byte < 128 { return (0x57FF_FFFF_C7FF_FFFE as UInt64) >> (byte &- 64) & 1 == 1 }
         return false
+    }
+
+    /// A byte of a `reg-name` (RFC 3986 §3.2.2) that needs no more checking: `unreserved`
+    /// (letters, digits, `-._~`) and `sub-delims` (`!$&'()*+;=`) — except the comma, which
+    /// the `Host` rules treat as a list separator, and the `%` of `pct-encoded`, which needs
+    /// its two hex digits checked.
+    @inline(__always)
+    static func isRegName(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (0x2BFF_6FD2_0000_0000 as UInt64) >> byte & 1 == 1 }
+        if byte < 128 { return (0x47FF_FFFE_87FF_FFFE as UInt64) >> (byte &- 64) & 1 == 1 }
+        return false
+    }
+
+    /// `unreserved / sub-delims / ":"` (RFC 3986): a byte of `userinfo`, or of an IPvFuture
+    /// address after its version.
+    @inline(__always)
+    static func isUserinfo(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (0x2FFF_7FD2_0000_0000 as UInt64) >> byte & 1 == 1 }
+        if byte < 128 { return (0x47FF_FFFE_87FF_FFFE as UInt64) >> (byte &- 64) & 1 == 1 }
+        return false
+    }
+
+    /// A byte of a URI scheme after its first letter: `ALPHA / DIGIT / "+" / "-" / "."`
+    /// (RFC 3986 §3.1).
+    @inline(__always)
+    static func isScheme(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (0x03FF_6800_0000_0000 as UInt64) >> byte & 1 == 1 }
+        if byte < 128 { return (0x07FF_FFFE_07FF_FFFE as UInt64) >> (byte &- 64) & 1 == 1 }
+        return false
+    }
+
+    /// An ASCII letter.
+    @inline(__always)
+    static func isAlpha(_ byte: UInt8) -> Bool {
+        (byte | 0x20) &- 0x61 < 26
+    }
+
+    /// An ASCII decimal digit.
+    @inline(__always)
+    static func isDigit(_ byte: UInt8) -> Bool {
+        byte &- 0x30 < 10
     }
 
     /// A byte of a field value: `field-vchar` (VCHAR and obs-text), SP or HTAB — anything but
@@ -118,6 +171,8 @@ struct _ShortKey: Equatable {
     static let close = _ShortKey("close")
     static let keepAlive = _ShortKey("keep-alive")
     static let continue100 = _ShortKey("100-continue")
+    static let http = _ShortKey("http")
+    static let https = _ShortKey("https")
 }
 
 /// Splits a comma-separated list value (`#element`, RFC 9110 §5.6.1) into elements fed

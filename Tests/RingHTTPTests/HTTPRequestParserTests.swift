@@ -124,21 +124,22 @@ struct HTTPRequestParserTests {
 
     @Test("Paths and queries of the target forms")
     func pathsAndQueries() throws {
-        func head(_ target: String) throws -> HTTPRequestHead {
+        func head(_ target: String, method: String = "GET", host: String = "h") throws -> HTTPRequestHead {
             var parser = HTTPRequestParser()
-            parser.append(rope("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n"))
+            parser.append(rope("\(method) \(target) HTTP/1.1\r\nHost: \(host)\r\n\r\n"))
             return try #require(try parser.nextHead())
         }
         #expect(try head("/a/b?x=1&y").path == "/a/b")
         #expect(try head("/a/b?x=1&y").query == "x=1&y")
         #expect(try head("/a/b?").query == "")
         #expect(try head("/a%20b").path == "/a%20b")
-        #expect(try head("http://example.com/a/b?c").path == "/a/b")
-        #expect(try head("http://example.com/a/b?c").query == "c")
-        #expect(try head("HTTPS://example.com").path == "/")
-        #expect(try head("http://example.com?q").path == "/")
-        #expect(try head("example.com:443").path == "example.com:443")
-        #expect(try head("*").path == "*")
+        #expect(try head("http://example.com/a/b?c", host: "example.com").path == "/a/b")
+        #expect(try head("http://example.com/a/b?c", host: "example.com").query == "c")
+        #expect(try head("HTTPS://example.com", host: "example.com").path == "/")
+        #expect(try head("http://example.com?q", host: "example.com").path == "/")
+        #expect(try head("h2c+x.y-z://example.com/p", host: "example.com").path == "/p")
+        #expect(try head("example.com:443", method: "CONNECT", host: "example.com:443").path == "example.com:443")
+        #expect(try head("*", method: "OPTIONS").path == "*")
         let long = "/" + String(repeating: "segment/", count: 20)
         #expect(try head(long).target == long)
         #expect(try head(long).targetBytes.count == long.utf8.count)
@@ -150,7 +151,8 @@ struct HTTPRequestParserTests {
         let cases: [HTTPMethod] = [.get, .head, .post, .put, .delete, .connect, .options, .trace, .patch]
         for (name, method) in zip(names, cases) {
             var parser = HTTPRequestParser()
-            parser.append(rope("\(name) / HTTP/1.1\r\nHost: x\r\n\r\n"))
+            let target = method == .connect ? "x:443" : "/"  // CONNECT's target is authority-form
+            parser.append(rope("\(name) \(target) HTTP/1.1\r\nHost: x:443\r\n\r\n"))
             #expect(try parser.next()?.head.method == method)
             #expect(HTTPMethod(name) == method)
             #expect(method.rawValue == name)
