@@ -55,6 +55,7 @@ final class Forwarder: Sendable {
     private struct State {
         var waiting = 0  // bytes written to `to` and not yet sent
         var reading = false
+        var finished = false  // `from` ended (its EOF or an error): no more reads
     }
 
     private let from: IOChannel
@@ -75,7 +76,9 @@ final class Forwarder: Sendable {
 
     /// Reads up to `bound` bytes, forwarding them as they arrive; on when the sends catch up.
     func readMore() {
-        guard !self.state.value.reading, self.state.value.waiting < self.bound else { return }
+        guard !self.state.value.reading, !self.state.value.finished, self.state.value.waiting < self.bound else {
+            return
+        }
         self.state.value.reading = true
         let read = RingBound(0, ring: self.ring)
         self.from.read(offset: 0, length: self.bound, queue: self.ring) { done, data, error in
@@ -86,8 +89,10 @@ final class Forwarder: Sendable {
             guard done else { return }
             self.state.value.reading = false
             if let error {
+                self.state.value.finished = true
                 self.ended(error)
             } else if read.value < self.bound {
+                self.state.value.finished = true
                 // The end of this side's input: the other side's output ends after what was sent.
                 self.to.shutdownOutput(queue: self.ring) { _ in self.ended(nil) }
             } else {

@@ -111,6 +111,23 @@ func residentKiB(_ pid: pid_t) -> Int? {
     return nil
 }
 
+/// The sockets process `pid` has open (`socket:[inode]`): a proxy's listening socket, the
+/// connections it serves, and any socket it inherited when it was spawned (the tests run
+/// concurrently, and a socket another test opens without close-on-exec is inherited).
+func socketDescriptors(_ pid: pid_t) -> Set<String> {
+    guard let directory = opendir("/proc/\(pid)/fd") else { return [] }
+    defer { closedir(directory) }
+    var sockets: Set<String> = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        var buffer = [CChar](repeating: 0, count: 256)
+        let count = readlink("/proc/\(pid)/fd/\(name)", &buffer, 255)
+        let target = String(decoding: buffer[..<max(count, 0)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if target.hasPrefix("socket:") { sockets.insert(target) }
+    }
+    return sockets
+}
+
 /// The number of descriptors process `pid` has open.
 func openDescriptors(_ pid: pid_t) -> Int {
     guard let directory = opendir("/proc/\(pid)/fd") else { return -1 }
@@ -154,9 +171,13 @@ struct TCPProxyTests {
     func thousandConnections() throws {
         let echo = try ServerProcess("echo-server", ["--port", "0"])
         let proxy = try ServerProcess("tcp-proxy", ["--port", "0", "--upstream", "127.0.0.1:\(echo.port)"])
+        let baselineSockets = socketDescriptors(proxy.pid)
         let failures = self.exchange(port: proxy.port, connections: 1_000, concurrently: 32, messages: 3)
         #expect(failures.isEmpty, "\(failures.prefix(5))")
-        #expect(eventually { openDescriptors(proxy.pid) < 40 }, "the proxy closed both sides of every connection")
+        #expect(
+            eventually { socketDescriptors(proxy.pid).count <= baselineSockets.count },
+            "the proxy closed both sides of every connection"
+        )
         #expect(proxy.stop() == 0)
         #expect(echo.stop() == 0)
     }
@@ -202,7 +223,7 @@ struct TCPProxyTests {
     func resets() throws {
         let echo = try ServerProcess("echo-server", ["--port", "0"])
         let proxy = try ServerProcess("tcp-proxy", ["--port", "0", "--upstream", "127.0.0.1:\(echo.port)"])
-        let baseline = openDescriptors(proxy.pid)
+        let baseline = socketDescriptors(proxy.pid)
         // Clients that send and reset without reading what comes back.
         for index in 0..<50 {
             let fd = try connectClient(port: proxy.port)
@@ -211,7 +232,10 @@ struct TCPProxyTests {
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
             close(fd)
         }
-        #expect(eventually { openDescriptors(proxy.pid) <= baseline }, "every proxied pair is closed")
+        #expect(
+            eventually { socketDescriptors(proxy.pid).isSubset(of: baseline) },
+            "every proxied pair is closed: \(socketDescriptors(proxy.pid).subtracting(baseline))"
+        )
         #expect(self.exchange(port: proxy.port, connections: 10, concurrently: 2, messages: 2).isEmpty)
         #expect(proxy.stop() == 0)
         #expect(echo.stop() == 0)
@@ -220,7 +244,7 @@ struct TCPProxyTests {
         let resetting = try PythonServer.resetting(after: 1_000)
         let port = try #require(resetting.port)
         let second = try ServerProcess("tcp-proxy", ["--port", "0", "--upstream", "127.0.0.1:\(port)"])
-        let secondBaseline = openDescriptors(second.pid)
+        let secondBaseline = socketDescriptors(second.pid)
         for index in 0..<20 {
             let fd = try connectClient(port: second.port)
             _ = sendAll(fd, randomBytes(5_000, seed: UInt64(index)))
@@ -228,7 +252,10 @@ struct TCPProxyTests {
             #expect(closed, "connection \(index) was not closed after its upstream's reset")
             close(fd)
         }
-        #expect(eventually { openDescriptors(second.pid) <= secondBaseline })
+        #expect(
+            eventually { socketDescriptors(second.pid).isSubset(of: secondBaseline) },
+            "left open: \(socketDescriptors(second.pid).subtracting(secondBaseline))"
+        )
         #expect(second.stop() == 0)
     }
 
