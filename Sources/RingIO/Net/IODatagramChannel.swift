@@ -35,7 +35,7 @@ import Glibc
 /// pauses instead: the kernel's socket buffer holds what comes meanwhile, and what it drops
 /// when that is full is counted in ``Statistics/kernelDrops`` (`SO_RXQ_OVFL`).
 ///
-/// **Sending.** ``send(_:to:queue:handler:)`` (or `await` ``send(_:to:)``) sends one
+/// **Sending.** ``send(_:to:queue:handler:)`` (or `await` ``send(_:to:isolation:)``) sends one
 /// datagram: the rope's regions as the iovecs of one `sendmsg`, never flattened or copied
 /// (a rope of more than 1,024 regions, the kernel's limit, is made contiguous first). On a
 /// connected channel `to` may be left out. Sends are not ordered with each other once the
