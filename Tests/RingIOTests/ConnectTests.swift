@@ -114,19 +114,21 @@ func roundTrip(_ connection: IOConnection, _ bytes: [UInt8]) async throws -> [UI
 struct ConnectTests {
     @Test("connects to a Python server over IPv4, and the connection is a working channel")
     func pythonIPv4() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let peer = try PeerProcess.pythonEcho(bind: "('127.0.0.1', 0)")
-        defer { peer.stop() }
-        let port = try peer.port()
-        let connection = try await IOConnection.connect(host: "127.0.0.1", port: port, ring: ring)
-        #expect(connection.ring === ring)
-        #expect(connection.remoteAddress == (try SocketAddress(ipAddress: "127.0.0.1", port: port)))
-        let local = try #require(connection.localAddress)
-        #expect(local.family == .ipv4 && local.ipAddress == "127.0.0.1" && local.port != 0)
-        let payload = pattern(100_000)
-        #expect(try await roundTrip(connection, payload) == payload)
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let peer = try PeerProcess.pythonEcho(bind: "('127.0.0.1', 0)")
+            defer { peer.stop() }
+            let port = try peer.port()
+            let connection = try await IOConnection.connect(host: "127.0.0.1", port: port, ring: ring)
+            #expect(connection.ring === ring)
+            #expect(connection.remoteAddress == (try SocketAddress(ipAddress: "127.0.0.1", port: port)))
+            let local = try #require(connection.localAddress)
+            #expect(local.family == .ipv4 && local.ipAddress == "127.0.0.1" && local.port != 0)
+            let payload = pattern(100_000)
+            #expect(try await roundTrip(connection, payload) == payload)
+            connection.channel.close()
+        }
     }
 
     @Test(
@@ -134,49 +136,53 @@ struct ConnectTests {
         .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
     )
     func pythonIPv6() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let peer = try PeerProcess.pythonEcho(family: "AF_INET6", bind: "('::1', 0)")
-        defer { peer.stop() }
-        let port = try peer.port()
-        let connection = try await IOConnection.connect(host: "::1", port: port, ring: ring)
-        #expect(connection.remoteAddress?.description == "[::1]:\(port)")
-        #expect(try await roundTrip(connection, Array("hello over IPv6".utf8)) == Array("hello over IPv6".utf8))
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let peer = try PeerProcess.pythonEcho(family: "AF_INET6", bind: "('::1', 0)")
+            defer { peer.stop() }
+            let port = try peer.port()
+            let connection = try await IOConnection.connect(host: "::1", port: port, ring: ring)
+            #expect(connection.remoteAddress?.description == "[::1]:\(port)")
+            #expect(try await roundTrip(connection, Array("hello over IPv6".utf8)) == Array("hello over IPv6".utf8))
+            connection.channel.close()
+        }
     }
 
     @Test("connects to socat, and half-closes: socat sees the end of input and answers it")
     func socat() async throws {
-        try #require(peerToolExists("socat"), "socat is not installed")
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("socat.sock")
-        // socat reads until our half-close, then `wc -c` prints the count and socat closes.
-        let peer = try PeerProcess("socat", ["UNIX-LISTEN:\(path)", "EXEC:wc -c"])
-        defer { peer.stop() }
-        let address = try SocketAddress(unixPath: path)
-        // socat listens once it has bound: until then the connect is refused (or the file is
-        // missing); a refused attempt is the event that says "not yet".
-        var connection: IOConnection?
-        let deadline = monotonicSeconds() + 20
-        while connection == nil && monotonicSeconds() < deadline {
-            let attempt = await connectResult(to: address, ring: ring)
-            switch attempt {
-            case .success(let made):
-                connection = made
-            case .failure(let error):
-                try #require(error.reason == .refused || error.errno == .noSuchFileOrDirectory, "\(error)")
-                try await Task.sleep(for: .milliseconds(20))  // socat starting: no event to wait on
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            try #require(peerToolExists("socat"), "socat is not installed")
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let directory = try TemporaryDirectory()
+            let path = directory.file("socat.sock")
+            // socat reads until our half-close, then `wc -c` prints the count and socat closes.
+            let peer = try PeerProcess("socat", ["UNIX-LISTEN:\(path)", "EXEC:wc -c"])
+            defer { peer.stop() }
+            let address = try SocketAddress(unixPath: path)
+            // socat listens once it has bound: until then the connect is refused (or the file is
+            // missing); a refused attempt is the event that says "not yet".
+            var connection: IOConnection?
+            let deadline = monotonicSeconds() + 20
+            while connection == nil && monotonicSeconds() < deadline {
+                let attempt = await connectResult(to: address, ring: ring)
+                switch attempt {
+                case .success(let made):
+                    connection = made
+                case .failure(let error):
+                    try #require(error.reason == .refused || error.errno == .noSuchFileOrDirectory, "\(error)")
+                    try await Task.sleep(for: .milliseconds(20))  // socat starting: no event to wait on
+                }
             }
+            let connected = try #require(connection)
+            #expect(connected.remoteAddress?.unixPath == path)
+            try await connected.channel.write(ByteRope(copying: pattern(12_345)))
+            try await connected.channel.shutdownOutput()
+            let answer = try await connected.channel.read(length: .max)
+            #expect(String(decoding: answer, as: UTF8.self).trimmingSpaces == "12345")
+            connected.channel.close()
         }
-        let connected = try #require(connection)
-        #expect(connected.remoteAddress?.unixPath == path)
-        try await connected.channel.write(ByteRope(copying: pattern(12_345)))
-        try await connected.channel.shutdownOutput()
-        let answer = try await connected.channel.read(length: .max)
-        #expect(String(decoding: answer, as: UTF8.self).trimmingSpaces == "12345")
-        connected.channel.close()
     }
 
     @Test("handler form: the result on a DispatchQueue and on the ring, the connection usable there")
@@ -216,57 +222,72 @@ struct ConnectTests {
 
     @Test("a port with no listener: refused, with the address and ECONNREFUSED")
     func refused() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let port = try freePort()
-        await #expect {
-            _ = try await IOConnection.connect(host: "127.0.0.1", port: port, ring: ring)
-        } throws: { error in
-            guard let error = error as? ConnectError else { return false }
-            return error.reason == .refused && error.errno == .connectionRefused
-                && error.attempts.map(\.error) == [.connectionRefused]
-                && error.attempts.first?.address.port == port
-                && error.description.contains("connection refused")
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let port = try freePort()
+            let thrown = await thrownError {
+                _ = try await IOConnection.connect(host: "127.0.0.1", port: port, ring: ring)
+            }
+            #expect(
+                thrownError(thrown) { error in
+                    guard let error = error as? ConnectError else { return false }
+                    return error.reason == .refused && error.errno == .connectionRefused
+                        && error.attempts.map(\.error) == [.connectionRefused]
+                        && error.attempts.first?.address.port == port
+                        && error.description.contains("connection refused")
+                },
+                "\(String(describing: thrown))"
+            )
         }
     }
 
     @Test("a listener that never accepts: the connect times out, and its socket is closed")
     func timesOut() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let hole = try BlackHoleListener()
-        var options = IOConnection.ConnectOptions()
-        options.timeout = .milliseconds(300)
-        let port = try #require(hole.address.port)
-        await #expect {
-            _ = try await IOConnection.connect(to: hole.address, options: options, ring: ring)
-        } throws: { error in
-            guard let error = error as? ConnectError else { return false }
-            return error.reason == .timedOut && error.errno == .timedOut && error.attempts.map(\.error) == [.timedOut]
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let hole = try BlackHoleListener()
+            var options = IOConnection.ConnectOptions()
+            options.timeout = .milliseconds(300)
+            let port = try #require(hole.address.port)
+            let thrown = await thrownError {
+                _ = try await IOConnection.connect(to: hole.address, options: options, ring: ring)
+            }
+            #expect(
+                thrownError(thrown) { error in
+                    guard let error = error as? ConnectError else { return false }
+                    return error.reason == .timedOut && error.errno == .timedOut
+                        && error.attempts.map(\.error) == [.timedOut]
+                },
+                "\(String(describing: thrown))"
+            )
+            // The half-open socket is closed: no SYN_SENT socket towards the port is left.
+            #expect(eventually { synSentSockets(toPort: port) == 0 })
         }
-        // The half-open socket is closed: no SYN_SENT socket towards the port is left.
-        #expect(eventually { synSentSockets(toPort: port) == 0 })
     }
 
     @Test("cancelling the task mid-connect closes the half-open socket and throws .canceled")
     func taskCancellation() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let hole = try BlackHoleListener()
-        let port = try #require(hole.address.port)
-        let task = Task {
-            try await IOConnection.connect(to: hole.address, ring: ring)
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let hole = try BlackHoleListener()
+            let port = try #require(hole.address.port)
+            let task = Task {
+                try await IOConnection.connect(to: hole.address, ring: ring)
+            }
+            // Mid-connect: the kernel holds a socket in SYN_SENT towards the port.
+            #expect(await eventuallyAsync { synSentSockets(toPort: port) == 1 })
+            task.cancel()
+            let result = await task.result
+            guard case .failure(let error as ConnectError) = result else {
+                Issue.record("expected a ConnectError, got \(result)")
+                return
+            }
+            #expect(error.reason == .canceled)
+            #expect(await eventuallyAsync { synSentSockets(toPort: port) == 0 })
         }
-        // Mid-connect: the kernel holds a socket in SYN_SENT towards the port.
-        #expect(await eventuallyAsync { synSentSockets(toPort: port) == 1 })
-        task.cancel()
-        let result = await task.result
-        guard case .failure(let error as ConnectError) = result else {
-            Issue.record("expected a ConnectError, got \(result)")
-            return
-        }
-        #expect(error.reason == .canceled)
-        #expect(await eventuallyAsync { synSentSockets(toPort: port) == 0 })
     }
 
     @Test("Connecting.cancel() mid-connect: the handler gets .canceled once, the socket is closed")
@@ -304,23 +325,25 @@ struct ConnectTests {
         .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
     )
     func bothFamiliesPreferIPv6() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let listener = try IOListener(host: "::", port: 0, ring: ring)
-        defer { listener.close() }
-        var options = IOConnection.ConnectOptions()
-        options.resolver = FixedResolver(
-            ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
-            ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)])
-        )
-        let connection = try await IOConnection.connect(
-            host: "both.test",
-            port: listener.port,
-            options: options,
-            ring: ring
-        )
-        #expect(connection.remoteAddress?.family == .ipv6)
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let listener = try IOListener(host: "::", port: 0, ring: ring)
+            defer { listener.close() }
+            var options = IOConnection.ConnectOptions()
+            options.resolver = FixedResolver(
+                ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
+                ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)])
+            )
+            let connection = try await IOConnection.connect(
+                host: "both.test",
+                port: listener.port,
+                options: options,
+                ring: ring
+            )
+            #expect(connection.remoteAddress?.family == .ipv6)
+            connection.channel.close()
+        }
     }
 
     @Test(
@@ -328,24 +351,26 @@ struct ConnectTests {
         .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
     )
     func ipv6RefusedFallsBack() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
-        defer { listener.close() }
-        var options = IOConnection.ConnectOptions()
-        options.connectionAttemptDelay = .seconds(30)  // the fallback must not wait for it
-        options.resolver = FixedResolver(
-            ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
-            ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)])
-        )
-        let connection = try await IOConnection.connect(
-            host: "both.test",
-            port: listener.port,
-            options: options,
-            ring: ring
-        )
-        #expect(connection.remoteAddress?.family == .ipv4)
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
+            defer { listener.close() }
+            var options = IOConnection.ConnectOptions()
+            options.connectionAttemptDelay = .seconds(30)  // the fallback must not wait for it
+            options.resolver = FixedResolver(
+                ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
+                ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)])
+            )
+            let connection = try await IOConnection.connect(
+                host: "both.test",
+                port: listener.port,
+                options: options,
+                ring: ring
+            )
+            #expect(connection.remoteAddress?.family == .ipv4)
+            connection.channel.close()
+        }
     }
 
     @Test(
@@ -353,25 +378,32 @@ struct ConnectTests {
         .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
     )
     func raceAfterAttemptDelay() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let hole = try BlackHoleListener(host: "::1")
-        let holePort = try #require(hole.address.port)
-        var options = IOConnection.ConnectOptions()
-        options.connectionAttemptDelay = .milliseconds(100)
-        // Both resolve to the same port number: the black hole's on ::1, the listener's on
-        // 127.0.0.1 — a listener is made on the hole's port.
-        let second = try IOListener(host: "127.0.0.1", port: holePort, ring: ring)
-        defer { second.close() }
-        options.resolver = FixedResolver(
-            ipv6: .success([hole.address]),
-            ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: holePort)])
-        )
-        let connection = try await IOConnection.connect(host: "both.test", port: holePort, options: options, ring: ring)
-        #expect(connection.remoteAddress == (try SocketAddress(ipAddress: "127.0.0.1", port: holePort)))
-        // The losing IPv6 attempt is cancelled and its socket closed.
-        #expect(await eventuallyAsync { synSentSockets(toPort: holePort) == 0 })
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let hole = try BlackHoleListener(host: "::1")
+            let holePort = try #require(hole.address.port)
+            var options = IOConnection.ConnectOptions()
+            options.connectionAttemptDelay = .milliseconds(100)
+            // Both resolve to the same port number: the black hole's on ::1, the listener's on
+            // 127.0.0.1 — a listener is made on the hole's port.
+            let second = try IOListener(host: "127.0.0.1", port: holePort, ring: ring)
+            defer { second.close() }
+            options.resolver = FixedResolver(
+                ipv6: .success([hole.address]),
+                ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: holePort)])
+            )
+            let connection = try await IOConnection.connect(
+                host: "both.test",
+                port: holePort,
+                options: options,
+                ring: ring
+            )
+            #expect(connection.remoteAddress == (try SocketAddress(ipAddress: "127.0.0.1", port: holePort)))
+            // The losing IPv6 attempt is cancelled and its socket closed.
+            #expect(await eventuallyAsync { synSentSockets(toPort: holePort) == 0 })
+            connection.channel.close()
+        }
     }
 
     @Test(
@@ -379,114 +411,140 @@ struct ConnectTests {
         .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
     )
     func resolutionDelay() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let listener = try IOListener(host: "::", port: 0, ring: ring)
-        defer { listener.close() }
-        var options = IOConnection.ConnectOptions()
-        options.resolutionDelay = .seconds(5)
-        options.resolver = FixedResolver(
-            ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
-            ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)]),
-            ipv6Delay: .milliseconds(50)
-        )
-        let connection = try await IOConnection.connect(
-            host: "both.test",
-            port: listener.port,
-            options: options,
-            ring: ring
-        )
-        #expect(connection.remoteAddress?.family == .ipv6)
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let listener = try IOListener(host: "::", port: 0, ring: ring)
+            defer { listener.close() }
+            var options = IOConnection.ConnectOptions()
+            options.resolutionDelay = .seconds(5)
+            options.resolver = FixedResolver(
+                ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
+                ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)]),
+                ipv6Delay: .milliseconds(50)
+            )
+            let connection = try await IOConnection.connect(
+                host: "both.test",
+                port: listener.port,
+                options: options,
+                ring: ring
+            )
+            #expect(connection.remoteAddress?.family == .ipv6)
+            connection.channel.close()
+        }
     }
 
     @Test("\"localhost\" through getaddrinfo connects to a dual-stack listener")
     func localhostSystemResolver() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let listener = try IOListener(host: ipv6LoopbackIsAvailable ? "::" : "127.0.0.1", port: 0, ring: ring)
-        defer { listener.close() }
-        let connection = try await IOConnection.connect(host: "localhost", port: listener.port, ring: ring)
-        let remote = try #require(connection.remoteAddress)
-        #expect(remote.ipAddress == "127.0.0.1" || remote.ipAddress == "::1")
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let listener = try IOListener(host: ipv6LoopbackIsAvailable ? "::" : "127.0.0.1", port: 0, ring: ring)
+            defer { listener.close() }
+            let connection = try await IOConnection.connect(host: "localhost", port: listener.port, ring: ring)
+            let remote = try #require(connection.remoteAddress)
+            #expect(remote.ipAddress == "127.0.0.1" || remote.ipAddress == "::1")
+            connection.channel.close()
+        }
     }
 
     @Test("a name that does not resolve: .nameNotResolved with the resolver's reason, nothing dialled")
     func nameNotResolved() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        var options = IOConnection.ConnectOptions()
-        let failure = NameResolutionError(
-            host: "nowhere.test",
-            family: .ipv6,
-            code: EAI_NONAME,
-            message: "Name or service not known"
-        )
-        options.resolver = FixedResolver(
-            ipv6: .failure(failure),
-            ipv4: .failure(NameResolutionError(host: "nowhere.test", family: .ipv4, code: EAI_NONAME, message: "no A"))
-        )
-        await #expect {
-            _ = try await IOConnection.connect(host: "nowhere.test", port: 80, options: options, ring: ring)
-        } throws: { error in
-            guard let error = error as? ConnectError, case .nameNotResolved(let reason) = error.reason else {
-                return false
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            var options = IOConnection.ConnectOptions()
+            let failure = NameResolutionError(
+                host: "nowhere.test",
+                family: .ipv6,
+                code: EAI_NONAME,
+                message: "Name or service not known"
+            )
+            options.resolver = FixedResolver(
+                ipv6: .failure(failure),
+                ipv4: .failure(
+                    NameResolutionError(host: "nowhere.test", family: .ipv4, code: EAI_NONAME, message: "no A")
+                )
+            )
+            let thrown = await thrownError {
+                _ = try await IOConnection.connect(host: "nowhere.test", port: 80, options: options, ring: ring)
             }
-            return reason == failure && error.attempts.isEmpty && error.host == "nowhere.test"
-                && error.description.contains("Name or service not known")
+            #expect(
+                thrownError(thrown) { error in
+                    guard let error = error as? ConnectError, case .nameNotResolved(let reason) = error.reason else {
+                        return false
+                    }
+                    return reason == failure && error.attempts.isEmpty && error.host == "nowhere.test"
+                        && error.description.contains("Name or service not known")
+                },
+                "\(String(describing: thrown))"
+            )
         }
     }
 
     @Test("the system resolver reports getaddrinfo's reason for a name it cannot resolve")
-    func systemResolverFailure() async throws {
-        // An empty name is refused by getaddrinfo itself, before any lookup.
-        await #expect {
-            _ = try await SystemResolver().resolve(host: "", port: 80, family: .ipv4)
-        } throws: { error in
-            guard let error = error as? NameResolutionError else { return false }
-            return error.code == EAI_NONAME && !error.message.isEmpty
+    func systemResolverFailure() async {
+        await withTaskExecutorPreference(testTaskExecutor) {
+            // An empty name is refused by getaddrinfo itself, before any lookup.
+            let thrown = await thrownError {
+                _ = try await SystemResolver().resolve(host: "", port: 80, family: .ipv4)
+            }
+            #expect(
+                thrownError(thrown) { error in
+                    guard let error = error as? NameResolutionError else { return false }
+                    return error.code == EAI_NONAME && !error.message.isEmpty
+                },
+                "\(String(describing: thrown))"
+            )
         }
     }
 
     @Test("a local address of another family: EAFNOSUPPORT for that attempt, nothing dialled")
     func localAddressOfAnotherFamily() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        var options = IOConnection.ConnectOptions()
-        options.localAddress = try SocketAddress(ipAddress: "::1", port: 0)
-        await #expect {
-            _ = try await IOConnection.connect(host: "127.0.0.1", port: 9, options: options, ring: ring)
-        } throws: { error in
-            guard let error = error as? ConnectError else { return false }
-            return error.reason == .other(.addressFamilyNotSupported)
-                && error.attempts.map(\.error) == [.addressFamilyNotSupported]
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            var options = IOConnection.ConnectOptions()
+            options.localAddress = try SocketAddress(ipAddress: "::1", port: 0)
+            let thrown = await thrownError {
+                _ = try await IOConnection.connect(host: "127.0.0.1", port: 9, options: options, ring: ring)
+            }
+            #expect(
+                thrownError(thrown) { error in
+                    guard let error = error as? ConnectError else { return false }
+                    return error.reason == .other(.addressFamilyNotSupported)
+                        && error.attempts.map(\.error) == [.addressFamilyNotSupported]
+                },
+                "\(String(describing: thrown))"
+            )
         }
     }
 
     @Test("a local address and port are bound before connecting")
     func localAddressBound() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
-        defer { listener.close() }
-        var options = IOConnection.ConnectOptions()
-        let localPort = try freePort()
-        options.localAddress = try SocketAddress(ipAddress: "127.0.0.1", port: localPort)
-        options.keepAlive = true
-        let connection = try await IOConnection.connect(
-            host: "127.0.0.1",
-            port: listener.port,
-            options: options,
-            ring: ring
-        )
-        #expect(connection.localAddress?.port == localPort)
-        let fd = connection.channel.fileDescriptor
-        var value: CInt = 0
-        var length = socklen_t(MemoryLayout<CInt>.size)
-        #expect(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &value, &length) == 0 && value == 1)
-        #expect(getsockopt(fd, CInt(IPPROTO_TCP), TCP_NODELAY, &value, &length) == 0 && value == 1)
-        connection.channel.close()
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
+            defer { listener.close() }
+            var options = IOConnection.ConnectOptions()
+            let localPort = try freePort()
+            options.localAddress = try SocketAddress(ipAddress: "127.0.0.1", port: localPort)
+            options.keepAlive = true
+            let connection = try await IOConnection.connect(
+                host: "127.0.0.1",
+                port: listener.port,
+                options: options,
+                ring: ring
+            )
+            #expect(connection.localAddress?.port == localPort)
+            let fd = connection.channel.fileDescriptor
+            var value: CInt = 0
+            var length = socklen_t(MemoryLayout<CInt>.size)
+            #expect(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &value, &length) == 0 && value == 1)
+            #expect(getsockopt(fd, CInt(IPPROTO_TCP), TCP_NODELAY, &value, &length) == 0 && value == 1)
+            connection.channel.close()
+        }
     }
 
     @Test("a Unix path too long, or empty: a clear error before anything is made")
@@ -506,12 +564,18 @@ struct ConnectTests {
 
     @Test("a connect on a ring that has shut down ends with .canceled, not a hang")
     func ringShutDown() async throws {
-        let ring = try RingLoop()
-        ring.shutdown()
-        await #expect {
-            _ = try await IOConnection.connect(host: "127.0.0.1", port: 9, ring: ring)
-        } throws: { error in
-            (error as? ConnectError)?.reason == .canceled
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            ring.shutdown()
+            let thrown = await thrownError {
+                _ = try await IOConnection.connect(host: "127.0.0.1", port: 9, ring: ring)
+            }
+            #expect(
+                thrownError(thrown) { error in
+                    (error as? ConnectError)?.reason == .canceled
+                },
+                "\(String(describing: thrown))"
+            )
         }
     }
 }
@@ -530,4 +594,20 @@ extension String {
     var trimmingSpaces: String {
         String(self.drop { $0 == " " || $0 == "\n" }.reversed().drop { $0 == " " || $0 == "\n" }.reversed())
     }
+}
+
+/// The error `body` throws, or `nil`: await into a local, then check it with `#expect` (never
+/// `#expect` around an `await` of a closure; see ChannelSupport.swift).
+func thrownError(_ body: () async throws -> Void) async -> (any Error)? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Whether `error` is there and `predicate` holds for it.
+func thrownError(_ error: (any Error)?, _ predicate: (any Error) -> Bool) -> Bool {
+    error.map(predicate) ?? false
 }

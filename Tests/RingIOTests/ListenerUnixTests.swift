@@ -32,33 +32,35 @@ func connectUnix(_ path: String) throws -> CInt {
 struct ListenerUnixTests {
     @Test("serve() echoes over a Unix path; the socket file goes with the listener")
     func serveOverPath() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let directory = try TemporaryDirectory()
-        let path = directory.file("echo.sock")
-        let listener = try IOListener(address: SocketAddress(unixPath: path), ring: ring)
-        #expect(listener.localAddresses.map(\.description) == ["unix:\(path)"])
-        #expect(listener.port == 0)
-        let serving = Task {
-            await listener.serve { connection in
-                #expect(connection.localAddress?.unixPath == path)
-                #expect(connection.remoteAddress?.description == "unix:")  // an unbound client
-                for try await data in connection.channel.reads() {
-                    try await connection.channel.write(data)
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let directory = try TemporaryDirectory()
+            let path = directory.file("echo.sock")
+            let listener = try IOListener(address: SocketAddress(unixPath: path), ring: ring)
+            #expect(listener.localAddresses.map(\.description) == ["unix:\(path)"])
+            #expect(listener.port == 0)
+            let serving = Task {
+                await listener.serve { connection in
+                    #expect(connection.localAddress?.unixPath == path)
+                    #expect(connection.remoteAddress?.description == "unix:")  // an unbound client
+                    for try await data in connection.channel.reads() {
+                        try await connection.channel.write(data)
+                    }
                 }
             }
+            // Clients: RingIO's connect and a plain blocking socket.
+            let client = try await IOConnection.connect(to: SocketAddress(unixPath: path), ring: ring)
+            #expect(try await roundTrip(client, pattern(50_000)) == pattern(50_000))
+            client.channel.close()
+            let plain = try connectUnix(path)
+            writeAll(plain, Array("plain".utf8))
+            #expect(readExactly(plain, 5) == Array("plain".utf8))
+            close(plain)
+            await listener.shutdown(gracePeriod: .seconds(5))
+            await serving.value
+            #expect(eventually { access(path, F_OK) != 0 }, "the socket file is removed when the listener closes")
         }
-        // Clients: RingIO's connect and a plain blocking socket.
-        let client = try await IOConnection.connect(to: SocketAddress(unixPath: path), ring: ring)
-        #expect(try await roundTrip(client, pattern(50_000)) == pattern(50_000))
-        client.channel.close()
-        let plain = try connectUnix(path)
-        writeAll(plain, Array("plain".utf8))
-        #expect(readExactly(plain, 5) == Array("plain".utf8))
-        close(plain)
-        await listener.shutdown(gracePeriod: .seconds(5))
-        await serving.value
-        #expect(eventually { access(path, F_OK) != 0 }, "the socket file is removed when the listener closes")
     }
 
     @Test("handlers, maxConnections and graceful shutdown work on a Unix socket as on TCP")
@@ -138,32 +140,41 @@ struct ListenerUnixTests {
 
     @Test("an abstract name: no file, and connections by name")
     func abstractName() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        let name = "ringio-listener-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let listener = try IOListener(address: SocketAddress(abstractUnixName: name), ring: ring)
-        #expect(listener.localAddresses.map(\.description) == ["unix:@\(name)"])
-        let serving = Task {
-            await listener.serve { connection in
-                try await connection.channel.write(ByteRope(copying: "hello".utf8))
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let name = "ringio-listener-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let listener = try IOListener(address: SocketAddress(abstractUnixName: name), ring: ring)
+            #expect(listener.localAddresses.map(\.description) == ["unix:@\(name)"])
+            let serving = Task {
+                await listener.serve { connection in
+                    try await connection.channel.write(ByteRope(copying: "hello".utf8))
+                }
             }
+            let client = try await IOConnection.connect(to: SocketAddress(abstractUnixName: name), ring: ring)
+            #expect(try await client.channel.read(length: .max) == ByteRope(copying: "hello".utf8))
+            client.channel.close()
+            listener.close()
+            await serving.value
         }
-        let client = try await IOConnection.connect(to: SocketAddress(abstractUnixName: name), ring: ring)
-        #expect(try await client.channel.read(length: .max) == ByteRope(copying: "hello".utf8))
-        client.channel.close()
-        listener.close()
-        await serving.value
     }
 
     @Test("connect to a Unix path with no socket: ENOENT, clearly")
     func missingPath() async throws {
-        let ring = try RingLoop()
-        defer { ring.shutdown() }
-        await #expect {
-            _ = try await IOConnection.connect(to: SocketAddress(unixPath: "/nonexistent/dir/x.sock"), ring: ring)
-        } throws: { error in
-            guard let error = error as? ConnectError else { return false }
-            return error.reason == .other(.noSuchFileOrDirectory) && error.host == "unix:/nonexistent/dir/x.sock"
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let ring = try RingLoop()
+            defer { ring.shutdown() }
+            let thrown = await thrownError {
+                _ = try await IOConnection.connect(to: SocketAddress(unixPath: "/nonexistent/dir/x.sock"), ring: ring)
+            }
+            #expect(
+                thrownError(thrown) { error in
+                    guard let error = error as? ConnectError else { return false }
+                    return error.reason == .other(.noSuchFileOrDirectory)
+                        && error.host == "unix:/nonexistent/dir/x.sock"
+                },
+                "\(String(describing: thrown))"
+            )
         }
     }
 }

@@ -31,8 +31,12 @@ internal final class _ChannelState: @unchecked Sendable {
     let base: Int64
 
     // MARK: Any thread
-    /// What ``IOChannel/fileDescriptor`` answers.
+    /// What ``IOChannel/fileDescriptor`` answers: the descriptor; -1 while a path channel has
+    /// not opened it; ``closedDescriptor`` once the channel is closed, for good.
     let descriptor: Atomic<CInt>
+    /// ``descriptor`` once the channel is closed: the ring's open (which sets -1 to the new
+    /// descriptor with a compare-and-exchange) can no longer replace it.
+    static let closedDescriptor: CInt = -2
     /// Set by `close` on the calling thread (the ring learns it in order, through `perform`).
     let closeRequested = Atomic<Bool>(false)
 
@@ -316,7 +320,7 @@ internal final class _ChannelState: @unchecked Sendable {
 
     func requestClose(stop: Bool) {
         self.closeRequested.store(true, ordering: .releasing)
-        self.descriptor.store(-1, ordering: .releasing)
+        self.descriptor.store(Self.closedDescriptor, ordering: .releasing)
         self.perform { state in state.close(stop: stop) }
     }
 
@@ -329,7 +333,7 @@ internal final class _ChannelState: @unchecked Sendable {
         if core.isRingThread {
             self.submitOnRingThread(operation)
         } else {
-            core.enqueue(.submission(operation))
+            core.enqueue(.scheduled(operation))
         }
     }
 
@@ -370,7 +374,7 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Closes and stops the channel as its ring exits (``_DescriptorEntry/closeForRingExit()``).
     func closeForRingExit() {
         self.closeRequested.store(true, ordering: .releasing)
-        self.descriptor.store(-1, ordering: .releasing)
+        self.descriptor.store(Self.closedDescriptor, ordering: .releasing)
         self.close(stop: true)
     }
 

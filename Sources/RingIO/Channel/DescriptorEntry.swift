@@ -57,6 +57,9 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // MARK: Registry lock (see above)
     var liveChannels = 0
 
+    /// The channels' state on this ring, taken on first use (on the ring thread).
+    private lazy var channelRing = self.core.local(_ChannelRing.self)
+
     // MARK: Ring thread only
     /// The descriptor; -1 while a path channel has not opened it.
     var fd: CInt
@@ -130,7 +133,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     func attach(_ channel: _ChannelState) {
         self.core.assertOnRingThread()
         self.channels.append(channel)
-        if !self.finished { self.core.openEntries[ObjectIdentifier(self)] = self }
+        if !self.finished { self.channelRing.openEntries[ObjectIdentifier(self)] = self }
     }
 
     /// The ring is exiting with this entry's channels open (``_RingCore``): set once it has
@@ -176,7 +179,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         }
         if case .opening = self.openState { return }
         self.finished = true
-        self.core.openEntries[ObjectIdentifier(self)] = nil
+        self.channelRing.openEntries[ObjectIdentifier(self)] = nil
         self.awaitingBuffers = false
         if self.path != nil, self.fd >= 0 {
             let fd = self.fd
@@ -378,6 +381,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // MARK: Lazy open
 
     /// Calls `body` with `nil` once the descriptor is open, or with the open's error.
+    @inline(__always)
     func withDescriptor(_ body: @escaping (Errno?) -> Void) {
         switch self.openState {
         case .open:
@@ -385,21 +389,28 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         case .failed(let error):
             body(error)
         case .opening, .notOpened:
-            self.openWaiters.append({ [unowned self] in
-                if case .failed(let error) = self.openState { body(error) } else { body(nil) }
-            })
-            guard case .notOpened = self.openState else { return }
-            self.openState = .opening
-            if self.core.channelSupport.openPaths < _ChannelLimits.openPathsPerRing {
-                self.submitOpen()
-            } else {
-                self.core.channelSupport.openQueue.append(self)
-            }
+            self.waitForOpen(body)
+        }
+    }
+
+    /// A path channel's descriptor is not open yet: `body` waits for the open, which starts
+    /// now (or when the ring's open-path budget allows) if it has not.
+    @inline(never)
+    private func waitForOpen(_ body: @escaping (Errno?) -> Void) {
+        self.openWaiters.append({ [unowned self] in
+            if case .failed(let error) = self.openState { body(error) } else { body(nil) }
+        })
+        guard case .notOpened = self.openState else { return }
+        self.openState = .opening
+        if self.channelRing.openPaths < _ChannelLimits.openPathsPerRing {
+            self.submitOpen()
+        } else {
+            self.channelRing.openQueue.append(self)
         }
     }
 
     private func submitOpen() {
-        self.core.channelSupport.openPaths += 1
+        self.channelRing.openPaths += 1
         let path = self.path!
         self.core.submit(
             .openat(directory: AT_FDCWD, path: path.cString, flags: path.flags, mode: path.permissions),
@@ -412,8 +423,11 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         if result >= 0 {
             self.fd = result
             self.openState = .open
-            for channel in self.channels where !channel.closeRequested.load(ordering: .acquiring) {
-                channel.descriptor.store(result, ordering: .releasing)
+            // Only where the channel is not closed: a close on another thread stores
+            // `closedDescriptor` first, and the exchange then leaves it (a check of
+            // `closeRequested` before a store would race with a close between the two).
+            for channel in self.channels {
+                _ = channel.descriptor.compareExchange(expected: -1, desired: result, ordering: .acquiringAndReleasing)
             }
         } else {
             self.openState = .failed(Errno(rawValue: -result))
@@ -426,9 +440,9 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     private func releaseOpenBudget() {
-        self.core.channelSupport.openPaths -= 1
-        if !self.core.channelSupport.openQueue.isEmpty {
-            self.core.channelSupport.openQueue.removeFirst().submitOpen()
+        self.channelRing.openPaths -= 1
+        if !self.channelRing.openQueue.isEmpty {
+            self.channelRing.openQueue.removeFirst().submitOpen()
         }
     }
 

@@ -436,6 +436,6 @@ public final class IOChannel: Sendable {
     /// The descriptor, or -1 once the channel is closed, or while a path channel has not
     /// opened its file yet.
     public var fileDescriptor: CInt {
-        self.state.descriptor.load(ordering: .acquiring)
+        max(self.state.descriptor.load(ordering: .acquiring), -1)
     }
 }

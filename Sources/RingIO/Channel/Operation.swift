@@ -485,6 +485,13 @@ extension _Operation: @unchecked Sendable {}
 
 extension _Operation: _RingRunnable {}
 
+extension _Operation: _RingScheduled {
+    /// Scheduled from another thread: admitted (or refused) on the ring thread.
+    func runScheduled() {
+        self.channel.submitOnRingThread(self)
+    }
+}
+
 extension _Operation: _RingTimerTarget {}
 
 /// Where an async operation's handler calls go (see `_Operation.awaiting`).

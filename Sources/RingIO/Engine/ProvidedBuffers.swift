@@ -56,7 +56,7 @@ internal final class _ProvidedBuffers {
     ///   - stride: The distance between buffers (at least `bufferSize`; more to align each
     ///     buffer's start). Default: `bufferSize`.
     internal init(
-        backend: _Backend,
+        engine: _Engine,
         group: UInt16,
         bufferCount: Int,
         bufferSize: Int,
@@ -70,7 +70,7 @@ internal final class _ProvidedBuffers {
         self.stride = stride ?? bufferSize
         let memory = try _BufferMemory(byteCount: bufferCount * self.stride)
         self.memory = memory
-        self.handle = try backend.registerBufferRing(entries: UInt16(bufferCount), group: group)
+        self.handle = try engine.registerBufferRing(entries: UInt16(bufferCount), group: group)
         self.owners = .allocate(capacity: bufferCount)
         for id in 0..<bufferCount {
             (self.owners + id).initialize(to: _ProvidedBufferOwner(memory))
@@ -83,8 +83,8 @@ internal final class _ProvidedBuffers {
     }
 
     /// Unregisters the ring. Buffers on loan stay valid until their ropes are gone.
-    internal func close(backend: _Backend) {
-        backend.unregisterBufferRing(self.handle)
+    internal func close(engine: _Engine) {
+        engine.unregisterBufferRing(self.handle)
     }
 
     deinit {
@@ -108,7 +108,14 @@ internal final class _ProvidedBuffers {
 
     /// Lends buffer `id`, which the kernel filled with `length` bytes, as a one-region rope.
     internal func lend(_ id: UInt16, length: Int) -> ByteRope {
-        self.lend(id, filled: length, bytes: 0..<length)
+        precondition(Int(id) < self.bufferCount && length > 0 && length <= self.bufferSize, "bad buffer completion")
+        assert(self.loanCount < self.bufferCount, "a buffer lent twice")
+        self.onLoan[self.loanCount] = id
+        self.loanCount += 1
+        return ByteRope(
+            unsafeOwner: self.owners[Int(id)],
+            bytes: UnsafeRawBufferPointer(start: self.address(of: id), count: length)
+        )
     }
 
     /// Lends buffer `id`, which the kernel filled with `filled` bytes, as a one-region rope of

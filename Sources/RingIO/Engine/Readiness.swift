@@ -89,6 +89,15 @@ internal final class _ReadinessEngine {
     internal var persistentFD: CInt = -1
     private var nextGeneration: UInt32 = 1
 
+    /// The ring thread, which made the engine and is the only one to call it.
+    private let owner = _POSIX.currentThread
+
+    /// Checks, in debug builds, that the caller is the ring thread (every entry point does).
+    @inline(__always)
+    private func assertOnRingThread() {
+        assert(_POSIX.currentThread == self.owner, "RingIO: the readiness engine called off its ring thread")
+    }
+
     /// The poll budget: descriptors whose readiness one `epoll_pwait2` returns at most.
     private static let eventCapacity = 128
     private let events: UnsafeMutablePointer<epoll_event>
@@ -128,6 +137,7 @@ internal final class _ReadinessEngine {
 
     /// Tears the engine down; requests on the pool finish there and are dropped.
     internal func close() {
+        self.assertOnRingThread()
         self.poolResults.close()
         _POSIX.close(self.poolWakeFD)
         _POSIX.close(self.epollFD)
@@ -141,6 +151,7 @@ internal final class _ReadinessEngine {
     /// Takes a request for the next `submit`; `linkedToNext`: the request pushed right after
     /// this one starts when this one completed in full (IOSQE_IO_LINK).
     internal func push(_ request: RingRequest, userData: UInt64, linkedToNext: Bool = false) {
+        self.assertOnRingThread()
         let op = _ReadyOp(request: request, userData: userData)
         let slot = Int(op.slot)
         if slot >= self.opsBySlot.count {
@@ -167,6 +178,7 @@ internal final class _ReadinessEngine {
     /// - Throws: Never in practice (an `epoll_pwait2` failure other than `EINTR` is a bug);
     ///   typed like `_URing.submit(wait:)`.
     internal func submit(wait: Bool) throws(Errno) -> Int {
+        self.assertOnRingThread()
         let submitted = self.pushed.count
         if submitted > 0 {
             // Index loop: running a request never pushes (only the core does).
@@ -292,6 +304,7 @@ internal final class _ReadinessEngine {
 
     /// Copies up to `buffer.count` ready completions into `buffer` and forgets them.
     internal func reap(into buffer: UnsafeMutableBufferPointer<RingCompletion>) -> Int {
+        self.assertOnRingThread()
         let count = min(buffer.count, self.completions.count - self.reapIndex)
         for index in 0..<count {
             buffer[index] = self.completions[self.reapIndex + index]
@@ -844,6 +857,7 @@ internal final class _ReadinessEngine {
     /// a new file, is registered afresh. Requests of others still waiting on it (a source on a
     /// channel's descriptor) run again: they find it ready, or wait on a new registration.
     internal func forget(_ fd: CInt) {
+        self.assertOnRingThread()
         let index = Int(fd)
         guard index >= 0, index < self.watches.count, let watch = self.watches[index] else { return }
         self.watches[index] = nil
@@ -982,12 +996,14 @@ internal final class _ReadinessEngine {
 
     /// Allocates a buffer ring for `group` in the layout io_uring reads, read here instead.
     internal func registerBufferRing(entries: UInt16, group: UInt16) throws(Errno) -> _BufferRingHandle {
+        self.assertOnRingThread()
         let handle = try _BufferRingHandle.allocate(entries: entries, group: group)
         self.groups[group] = _BufferGroup(handle: handle)
         return handle
     }
 
     internal func unregisterBufferRing(_ handle: _BufferRingHandle) {
+        self.assertOnRingThread()
         self.groups[handle.group] = nil
         _POSIX.deallocate(handle.ring)
     }
@@ -1163,15 +1179,22 @@ internal final class _PoolResults: Sendable {
 }
 
 /// A small process-wide pool of threads for the calls that block: regular-file I/O the page
-/// cache cannot serve, opens, splices from files. At most `limit` threads, started on demand;
-/// they stay for the life of the process.
+/// cache cannot serve, opens, splices from files (``shared``); host name resolution
+/// (``resolver``, a pool of its own, so that a slow DNS server never delays a file read). At
+/// most `limit` threads each, started on demand; they stay for the life of the process. Its
+/// threads are its own: no busy Dispatch queue or cooperative pool delays them.
 internal final class _BlockingPool: Sendable {
     static let shared = _BlockingPool(limit: 4)
+    static let resolver = _BlockingPool(limit: 4)
+
+    /// A job: a readiness engine's request, or a closure.
+    private enum Job {
+        case request(_ReadyOp, _PoolResults)
+        case closure(@Sendable () -> Void)
+    }
 
     private let limit: Int
-    private let state = _Lock<(jobs: [(op: _ReadyOp, results: _PoolResults)], head: Int, threads: Int, idle: Int)>(
-        ([], 0, 0, 0)
-    )
+    private let state = _Lock<(jobs: [Job], head: Int, threads: Int, idle: Int)>(([], 0, 0, 0))
     private let available = DispatchSemaphore(value: 0)
 
     private init(limit: Int) {
@@ -1179,9 +1202,18 @@ internal final class _BlockingPool: Sendable {
     }
 
     func run(_ op: _ReadyOp, results: _PoolResults) {
+        self.run(.request(op, results))
+    }
+
+    /// Runs `work` on a thread of the pool.
+    func run(_ work: @escaping @Sendable () -> Void) {
+        self.run(.closure(work))
+    }
+
+    private func run(_ job: Job) {
         enum Action { case signal, start, none }
         let action = self.state.withLock { state -> Action in
-            state.jobs.append((op, results))
+            state.jobs.append(job)
             if state.idle > 0 {
                 state.idle -= 1
                 return .signal
@@ -1221,7 +1253,7 @@ internal final class _BlockingPool: Sendable {
 
     private func work(once: Bool) {
         while true {
-            let job = self.state.withLock { state -> (op: _ReadyOp, results: _PoolResults)? in
+            let job = self.state.withLock { state -> Job? in
                 guard state.head < state.jobs.count else {
                     if !once { state.idle += 1 }  // under the lock: `run` signals it from now on
                     return nil
@@ -1239,13 +1271,18 @@ internal final class _BlockingPool: Sendable {
                 self.available.wait()
                 continue
             }
-            if job.op.pool.compareExchange(
-                expected: _ReadyOp.poolQueued,
-                desired: _ReadyOp.poolRunning,
-                ordering: .relaxed
-            ).exchanged {
-                job.op.poolResult = job.op.runBlocking()
-                job.results.post(job.op)
+            switch job {
+            case .request(let op, let results):
+                if op.pool.compareExchange(
+                    expected: _ReadyOp.poolQueued,
+                    desired: _ReadyOp.poolRunning,
+                    ordering: .relaxed
+                ).exchanged {
+                    op.poolResult = op.runBlocking()
+                    results.post(op)
+                }
+            case .closure(let work):
+                work()
             }
         }
     }

@@ -60,34 +60,35 @@ internal final class _Inbox: @unchecked Sendable {
     /// has exited.
     internal func drain() -> [_RingJob] {
         var jobs: [_RingJob] = []
-        self.drain(into: &jobs)
+        self.takeAll { jobs.append($0) }
         return jobs
     }
 
     /// Appends every waiting job to `jobs`, oldest first. The consumer only.
     internal func drain(into jobs: inout _TurnBuffer<_RingJob>) {
-        guard var pointer = self.head.exchange(nil, ordering: .acquiring) else { return }
-        let start = jobs.count
-        while true {
-            let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
-            jobs.append(node.job)
-            guard let next = node.next else { break }
-            pointer = next
-        }
-        jobs.reverse(from: start)
+        self.takeAll { jobs.append($0) }
     }
 
-    /// Appends every waiting job to `jobs`, oldest first, reusing its storage. The consumer
-    /// only.
-    internal func drain(into jobs: inout [_RingJob]) {
+    /// Takes the list with one exchange, turns it into push order (reversing its links in
+    /// place), and hands each job to `body`, letting go of its node.
+    @inline(__always)
+    private func takeAll(_ body: (_RingJob) -> Void) {
         guard var pointer = self.head.exchange(nil, ordering: .acquiring) else { return }
-        let start = jobs.count
+        // Newest first as pushed: reverse the links so the oldest comes first.
+        var previous: UnsafeMutableRawPointer?
         while true {
-            let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
-            jobs.append(node.job)
-            guard let next = node.next else { break }
+            let node = Unmanaged<_Node>.fromOpaque(pointer).takeUnretainedValue()
+            let next = node.next
+            node.next = previous
+            previous = pointer
+            guard let next else { break }
             pointer = next
         }
-        jobs[start...].reverse()
+        var current = previous
+        while let pointer = current {
+            let node = Unmanaged<_Node>.fromOpaque(pointer).takeRetainedValue()
+            current = node.next
+            body(node.job)
+        }
     }
 }

@@ -60,12 +60,8 @@ internal final class _RingCore: @unchecked Sendable {
     // loops over job and completion arrays use indices for that reason). The whole test suite
     // passed with these checks on (debug builds trap on a violation) before they were turned
     // off; a new overlapping access to one of these properties would not be caught.
-    private let backend: _Backend
-    /// The engine's two cases apart, for the hot path: testing an optional costs one compare
-    /// and no copy, where switching over `backend` copies the enum (and retains its engine)
-    /// on every submission — measured at +2% instructions per echo round trip.
-    private let uring: _URing?
-    private let readiness: _ReadinessEngine?
+    /// io_uring or the readiness engine: the core submits, waits and reaps through it.
+    private let engine: _Engine
     /// Which engine the ring runs on, and why.
     internal let backendSelection: _BackendSelection
     @exclusivity(unchecked) private var slots: ContiguousArray<_Slot> = []
@@ -87,16 +83,18 @@ internal final class _RingCore: @unchecked Sendable {
     /// The provided receive buffers, registered on first use.
     private var _providedBuffers: _ProvidedBuffers?
     /// Pools of buffer groups of their own (``makeBufferPool(count:size:)``).
-    private var ownedPools: [_ProvidedBuffers] = []
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see above); read at
+    // every turn's end, where a checked access cost about 2% of an echo round trip.
+    @exclusivity(unchecked) private var ownedPools: [_ProvidedBuffers] = []
+    @exclusivity(unchecked) private var hasOwnedPools = false
     /// Buffer group ids for them: released ones, then the next never used (group 0 is the
     /// ring's own; `UInt16.max` is the probe's).
     private var freeBufferGroups: [UInt16] = []
     private var nextBufferGroup: UInt16? = 1
     private let receiveBufferCount: Int
     private let receiveBufferSize: Int
-    /// State the channels keep per ring (open-path budget, chunk pool).
-    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see above).
-    @exclusivity(unchecked) internal var channelSupport = _ChannelRingSupport()
+    /// The state the layers above keep per ring (``local(_:)``), by type.
+    private var locals: [ObjectIdentifier: any _RingLocal] = [:]
     private var cancelAllIssued = false
     /// Operations were submitted after the last cancel-all (while stopping, they need another).
     private var submittedSinceCancelAll = false
@@ -104,9 +102,6 @@ internal final class _RingCore: @unchecked Sendable {
     private var cancelAllInFlight = false
     /// Operations outlived the last cancel-all: time to issue another (stopping).
     private var cancelAllRetryDue = false
-    /// The descriptor entries with channels on this ring that are not finished (see
-    /// `_DescriptorEntry.attach` and `finishIfIdle`): the ring closes their channels as it exits.
-    @exclusivity(unchecked) internal var openEntries: [ObjectIdentifier: _DescriptorEntry] = [:]
     /// The ring's executors, held while the thread may run their jobs and let go when it exits:
     /// they hold the core, so this breaks the cycle.
     private var executors: (task: RingTaskExecutor, serial: RingSerialExecutor)?
@@ -121,36 +116,28 @@ internal final class _RingCore: @unchecked Sendable {
     private var armedTimerDeadline = Int64.max
 
     private init(
-        backend: _Backend,
+        engine: _Engine,
         selection: _BackendSelection,
         eventFD: CInt,
         receiveBufferCount: Int,
         receiveBufferSize: Int
     ) {
-        self.backend = backend
-        switch backend {
-        case .uring(let uring):
-            self.uring = uring
-            self.readiness = nil
-        case .readiness(let engine):
-            self.uring = nil
-            self.readiness = engine
-        }
+        self.engine = engine
         self.backendSelection = selection
         self.eventFD = eventFD
         self.receiveBufferCount = receiveBufferCount
         self.receiveBufferSize = receiveBufferSize
-        let flags = backend.setupFlags
+        let flags = engine.setupFlags
         self.setup = RingLoop.Setup(
-            submissionEntries: backend.submissionEntries,
-            completionEntries: backend.completionEntries,
+            submissionEntries: engine.submissionEntries,
+            completionEntries: engine.completionEntries,
             deferredTaskRun: flags & IORING_SETUP_DEFER_TASKRUN != 0,
             cooperativeTaskRun: flags & IORING_SETUP_COOP_TASKRUN != 0,
-            noDrop: backend.features & IORING_FEAT_NODROP != 0,
-            registeredRingDescriptor: backend.registeredRingDescriptor
+            noDrop: engine.features & IORING_FEAT_NODROP != 0,
+            registeredRingDescriptor: engine.registeredRingDescriptor
         )
-        if case .readiness(let engine) = backend { engine.persistentFD = eventFD }
-        self.ready = _TurnBuffer(capacity: Int(backend.completionEntries))
+        engine.adoptWakeUpDescriptor(eventFD)
+        self.ready = _TurnBuffer(capacity: Int(engine.completionEntries))
         self.exitQueue = DispatchQueue(label: "RingIO.ring-exited.serial-executor")
         self.exitQueue.setSpecific(key: Self.exitQueueKey, value: UInt(bitPattern: ObjectIdentifier(self)))
     }
@@ -204,16 +191,16 @@ internal final class _RingCore: @unchecked Sendable {
         let core: _RingCore
         do throws(RingSetupError) {
             if let forced = handshake.forcedFailure { throw RingSetupError(errno: forced) }
-            let (backend, selection) = try _Backend.make(entries: handshake.entries, forced: handshake.backend)
+            let (engine, selection) = try _Engine.make(entries: handshake.entries, forced: handshake.backend)
             let eventFD: CInt
             do throws(Errno) {
                 eventFD = try _EventFD.make()
             } catch {
-                backend.close()
+                engine.close()
                 throw RingSetupError(errno: error)
             }
             core = _RingCore(
-                backend: backend,
+                engine: engine,
                 selection: selection,
                 eventFD: eventFD,
                 receiveBufferCount: handshake.receiveBufferCount,
@@ -325,9 +312,9 @@ internal final class _RingCore: @unchecked Sendable {
         case .runnable(let runnable):
             self.counters.discardedJobs.add(1, ordering: .relaxed)
             runnable.discardedByRing()
-        case .submission(let operation):
+        case .scheduled(let work):
             self.counters.discardedJobs.add(1, ordering: .relaxed)
-            operation.ringExited()
+            work.ringExited()
         case .taskJob(let job):
             globalConcurrentExecutor.enqueue(ExecutorJob(job))
         case .serialJob(let job):
@@ -397,14 +384,13 @@ internal final class _RingCore: @unchecked Sendable {
         return userData
     }
 
-    /// Hands a request to the engine for the next flush: an SQE for io_uring, a queued request
-    /// for the readiness engine.
+    /// Hands a request to the engine for the next flush; when io_uring's submission queue is
+    /// full, flushes it to the kernel first (and, if the kernel pushes back because the CQ
+    /// overflowed, reaps completions to make room).
     @inline(__always)
     private func push(_ request: RingRequest, userData: UInt64) {
-        if let engine = self.readiness {
-            engine.push(request, userData: userData)
-        } else {
-            request.prepare(self.nextSQE(), userData: userData)
+        while !self.engine.push(request, userData: userData) {
+            self.flushSubmissionQueue()
         }
     }
 
@@ -419,21 +405,13 @@ internal final class _RingCore: @unchecked Sendable {
         target: any RingOperationTarget
     ) -> (first: UInt64, second: UInt64) {
         self.assertOnRingThread()
-        if let engine = self.readiness {
-            let firstUserData = self.occupySlot(kind: first.kind, target: target, context: firstContext)
-            engine.push(first, userData: firstUserData, linkedToNext: true)
-            let secondUserData = self.occupySlot(kind: second.kind, target: target, context: secondContext)
-            engine.push(second, userData: secondUserData)
-            return (firstUserData, secondUserData)
-        }
         // Both in one submission: a chain cut by a flush between its entries is no chain.
-        self.ensureSubmissionSpace(2)
+        while !self.engine.hasSubmissionSpace(2) {
+            self.flushSubmissionQueue()
+        }
         let firstUserData = self.occupySlot(kind: first.kind, target: target, context: firstContext)
-        let firstEntry = self.nextSQE()
-        first.prepare(firstEntry, userData: firstUserData)
-        firstEntry.pointee.flags |= CLiburing_IOSQE_IO_LINK
         let secondUserData = self.occupySlot(kind: second.kind, target: target, context: secondContext)
-        second.prepare(self.nextSQE(), userData: secondUserData)
+        self.engine.pushLinked(first, userData: firstUserData, then: second, userData: secondUserData)
         return (firstUserData, secondUserData)
     }
 
@@ -450,24 +428,6 @@ internal final class _RingCore: @unchecked Sendable {
         self.inFlight += 1
         self.submittedSinceCancelAll = true
         return UserData(slot: slotIndex, generation: self.slots[Int(slotIndex)].generation, kind: kind).raw
-    }
-
-    /// Flushes the SQ until it has room for `count` entries.
-    private func ensureSubmissionSpace(_ count: UInt32) {
-        guard let uring = self.uring else { return }
-        while uring.submissionSpaceLeft < count {
-            self.flushSubmissionQueue()
-        }
-    }
-
-    /// A free SQE; when the SQ is full, flushes it to the kernel first (and, if the kernel
-    /// pushes back because the CQ overflowed, reaps completions to make room). io_uring only.
-    private func nextSQE() -> UnsafeMutablePointer<io_uring_sqe> {
-        let uring = self.uring.unsafelyUnwrapped  // only called when there is a ring
-        while true {
-            if let sqe = uring.nextSQE() { return sqe }
-            self.flushSubmissionQueue()
-        }
     }
 
     /// Hands the prepared entries to the kernel without waiting; when the kernel pushes back
@@ -512,13 +472,12 @@ internal final class _RingCore: @unchecked Sendable {
     /// Whether completions wait in io_uring's overflow list (never on the readiness engine).
     @inline(__always)
     private var hasOverflow: Bool {
-        self.uring?.hasOverflow ?? false
+        self.engine.hasOverflow
     }
 
     @inline(__always)
     private func submitToEngine(wait: Bool) throws(Errno) -> Int {
-        if let engine = self.readiness { return try engine.submit(wait: wait) }
-        return try self.uring.unsafelyUnwrapped.submit(wait: wait)
+        try self.engine.submit(wait: wait)
     }
 
     // MARK: Ring thread: timers
@@ -605,7 +564,7 @@ internal final class _RingCore: @unchecked Sendable {
     /// that the number may name a new file. Nothing for io_uring, which registers nothing.
     internal func releaseDescriptor(_ fd: CInt) {
         self.assertOnRingThread()
-        self.readiness?.forget(fd)
+        self.engine.forget(fd)
     }
 
     // MARK: Ring thread: provided buffers
@@ -616,7 +575,7 @@ internal final class _RingCore: @unchecked Sendable {
         if let pool = self._providedBuffers { return pool }
         do throws(Errno) {
             let pool = try _ProvidedBuffers(
-                backend: self.backend,
+                engine: self.engine,
                 group: 0,
                 bufferCount: self.receiveBufferCount,
                 bufferSize: self.receiveBufferSize
@@ -630,13 +589,19 @@ internal final class _RingCore: @unchecked Sendable {
 
     /// Hands released buffers back to the kernel. (A receive that found none waits one turn and
     /// then reads into fresh memory: see `_DescriptorEntry.receiveEnded`.)
+    @inline(__always)
     private func collectReturnedBuffers() {
-        if !self.ownedPools.isEmpty {
-            for pool in self.ownedPools { pool.collectReturned() }
-        }
+        // A flag, not `ownedPools.isEmpty`: reading the array retains and releases its
+        // storage, twice a turn (+40 instructions per echo round trip, measured).
+        if self.hasOwnedPools { self.collectOwnedPools() }
         guard let pool = self._providedBuffers else { return }
         pool.collectReturned()
         self.counters.buffersOnLoan.store(UInt64(pool.buffersOnLoan), ordering: .relaxed)
+    }
+
+    @inline(never)
+    private func collectOwnedPools() {
+        for pool in self.ownedPools { pool.collectReturned() }
     }
 
     /// A pool of `count` provided buffers of `size` bytes (each starting on a multiple of 64
@@ -657,13 +622,14 @@ internal final class _RingCore: @unchecked Sendable {
         else { throw Errno.noSpace }
         do throws(Errno) {
             let pool = try _ProvidedBuffers(
-                backend: self.backend,
+                engine: self.engine,
                 group: group,
                 bufferCount: count,
                 bufferSize: size,
                 stride: (size + 63) & ~63
             )
             self.ownedPools.append(pool)
+            self.hasOwnedPools = true
             return pool
         } catch {
             self.freeBufferGroups.append(group)
@@ -677,7 +643,8 @@ internal final class _RingCore: @unchecked Sendable {
         self.assertOnRingThread()
         guard let index = self.ownedPools.firstIndex(where: { $0 === pool }) else { return }
         self.ownedPools.remove(at: index)
-        pool.close(backend: self.backend)
+        self.hasOwnedPools = !self.ownedPools.isEmpty
+        pool.close(engine: self.engine)
         self.freeBufferGroups.append(pool.group)
     }
 
@@ -766,7 +733,7 @@ internal final class _RingCore: @unchecked Sendable {
                 // from a path are closed and their cleanup handlers run — after the ring there
                 // is nowhere left to do it, and an entry, its channels and this ring would keep
                 // each other alive. Then round again for what that starts.
-                if self.closeOpenEntries() { continue }
+                if self.runExitHooks() { continue }
                 if self.exited.load(ordering: .relaxed) { break }
                 // From now on other threads keep their jobs (see `enqueue`). Those pushed
                 // before they saw this, and whatever they start (a task resumed by a cancelled
@@ -786,27 +753,48 @@ internal final class _RingCore: @unchecked Sendable {
             self.flushDispatchBatches()
         }
         self.flushDispatchBatches()
-        // An entry that could not finish (none should be left) is let go of: it holds the ring.
-        self.openEntries.removeAll()
+        // The layers' state goes (what could not finish would hold the ring).
+        self.locals.removeAll()
         // Timers still armed never fire: their targets go (no cycle through the core is left).
         self.timers.removeAll()
         self.spareTimerTimeouts.removeAll()
-        self._providedBuffers?.close(backend: self.backend)
+        self._providedBuffers?.close(engine: self.engine)
         self._providedBuffers = nil
-        for pool in self.ownedPools { pool.close(backend: self.backend) }
+        for pool in self.ownedPools { pool.close(engine: self.engine) }
         self.ownedPools.removeAll()
-        self.backend.close()
+        self.hasOwnedPools = false
+        self.engine.close()
         _POSIX.close(self.eventFD)
         self.executors = nil
         self.ringThreadID.store(0, ordering: .releasing)
     }
 
-    /// Stops every channel of the entries still open on this ring (exiting, nothing in
-    /// flight); returns whether there was any.
-    private func closeOpenEntries() -> Bool {
-        let entries = self.openEntries.values.filter { !$0.closingForRingExit }
-        for entry in entries { entry.closeForRingExit() }
-        return !entries.isEmpty
+    /// The ring is exiting with nothing in flight: each layer closes what it still has open
+    /// on it (the channels: theirs, so that descriptors opened from a path are closed and
+    /// cleanup handlers run). Returns whether any of them started work the ring must run
+    /// before it exits.
+    private func runExitHooks() -> Bool {
+        var started = false
+        for local in self.locals.values where local.ringIsExiting() {
+            started = true
+        }
+        return started
+    }
+
+    // MARK: Ring thread: the layers' state
+
+    /// The state of type `Local` that a layer above the engine keeps on this ring (the
+    /// channels' open descriptors and budgets), made on first use. It lives as long as the
+    /// ring's thread, and is told when the ring exits (``_RingLocal/ringIsExiting()``).
+    ///
+    /// - Complexity: A dictionary lookup: take it once per long-lived object, not per operation.
+    internal func local<Local: _RingLocal>(_ type: Local.Type) -> Local {
+        self.assertOnRingThread()
+        let key = ObjectIdentifier(type)
+        if let existing = self.locals[key] { return unsafeDowncast(existing, to: Local.self) }
+        let made = Local(core: self)
+        self.locals[key] = made
+        return made
     }
 
     /// Runs the jobs from other threads and those the ring gave itself before this turn; jobs
@@ -844,8 +832,8 @@ internal final class _RingCore: @unchecked Sendable {
             work()
         case .runnable(let runnable):
             runnable.runDelivered()
-        case .submission(let operation):
-            operation.channel.submitOnRingThread(operation)
+        case .scheduled(let work):
+            work.runScheduled()
         case .taskJob(let job):
             job.runSynchronously(on: self.taskExecutorHandle!)
         case .serialJob(let job):
@@ -898,12 +886,7 @@ internal final class _RingCore: @unchecked Sendable {
         var reapedAny = false
         withUnsafeTemporaryAllocation(of: RingCompletion.self, capacity: 64) { buffer in
             while true {
-                let count: Int
-                if let engine = self.readiness {
-                    count = engine.reap(into: buffer)
-                } else {
-                    count = self.uring.unsafelyUnwrapped.reap(into: buffer)
-                }
+                let count = self.engine.reap(into: buffer)
                 if count == 0 { break }
                 reapedAny = true
                 self.counters.completions.add(UInt64(count), ordering: .relaxed)
@@ -1077,8 +1060,9 @@ internal enum _RingJob: @unchecked Sendable {
     // runtime's, which hands them to exactly one executor.
     case closure(@Sendable () -> Void)
     case runnable(any _RingRunnable)
-    /// An operation scheduled from another thread (no closure to allocate).
-    case submission(_Operation)
+    /// Work scheduled from another thread that must hear of a ring gone before it ran (a
+    /// channel operation: no closure to allocate).
+    case scheduled(any _RingScheduled)
     /// A job of the ring's `TaskExecutor`.
     case taskJob(UnownedJob)
     /// A job of the ring's `SerialExecutor`.
@@ -1090,9 +1074,30 @@ internal enum _RingJob: @unchecked Sendable {
         switch self {
         case .closure(let work): work()
         case .runnable(let runnable): runnable.runDelivered()
-        case .submission, .taskJob, .serialJob: preconditionFailure("RingIO: a ring-only job left its ring")
+        case .scheduled, .taskJob, .serialJob: preconditionFailure("RingIO: a ring-only job left its ring")
         }
     }
+}
+
+/// Work for the ring from another thread (``_RingJob/scheduled(_:)``): it runs there, or hears
+/// that the ring's thread exited before it could.
+internal protocol _RingScheduled: AnyObject {
+    /// Runs on the ring thread.
+    func runScheduled()
+    /// The ring's thread exited before running it: its one final word, from the thread that
+    /// found out.
+    func ringExited()
+}
+
+/// State a layer above the engine keeps per ring (``_RingCore/local(_:)``): made on the ring
+/// thread on first use, touched there only, and told when the ring exits.
+internal protocol _RingLocal: AnyObject {
+    /// Made on `core`'s thread.
+    init(core: _RingCore)
+    /// The ring is exiting, with nothing in flight: close what is still open (stop its
+    /// operations). Returns whether that started work — operations, jobs — the ring must run
+    /// before it exits (it calls again once that is done). Ring thread.
+    func ringIsExiting() -> Bool
 }
 
 /// An object delivered to a queue as itself (``_RingCore/deliver(_:on:)``): it must be safe to

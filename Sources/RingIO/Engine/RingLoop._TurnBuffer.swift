@@ -41,18 +41,6 @@ internal struct _TurnBuffer<Element>: ~Copyable {
         self.count += 1
     }
 
-    /// Reverses the order of the elements from `start` to the end (none of them taken).
-    mutating func reverse(from start: Int) {
-        precondition(start >= self.taken && start <= self.count, "_TurnBuffer: reversing taken elements")
-        var low = start
-        var high = self.count - 1
-        while low < high {
-            swap(&self.storage[low], &self.storage[high])
-            low += 1
-            high -= 1
-        }
-    }
-
     /// Moves out element `index`, the next not yet taken.
     mutating func take(at index: Int) -> Element {
         precondition(index == self.taken && index < self.count, "_TurnBuffer: elements are taken once, in order")

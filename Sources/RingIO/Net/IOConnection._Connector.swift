@@ -176,11 +176,20 @@ internal final class _Connector: RingOperationTarget, _RingTimerTarget, @uncheck
         }
         // Both families at once, off the ring (RFC 8305 §3).
         self.pendingResolutions = 2
+        let host = self.target.host
+        let port = self.target.port ?? 0
         for family in [SocketAddress.Family.ipv6, .ipv4] {
+            if self.options.resolver is SystemResolver {
+                // No task: straight to the resolver's threads and back to the ring.
+                SystemResolver.resolve(host: host, port: port, family: family) { answer in
+                    self.onRing { $0.resolved(family, answer) }
+                }
+                continue
+            }
+            // A resolver of the caller's: a task on this ring (not the shared pool, which a
+            // busy program can hold up), which resumes here when the answer comes.
             let resolver = self.options.resolver
-            let host = self.target.host
-            let port = self.target.port ?? 0
-            Task.detached {
+            Task(executorPreference: self.ring.taskExecutor) {
                 let answer: Result<[SocketAddress], NameResolutionError>
                 do throws(NameResolutionError) {
                     answer = .success(try await resolver.resolve(host: host, port: port, family: family))

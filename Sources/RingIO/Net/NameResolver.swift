@@ -32,12 +32,14 @@ public protocol NameResolver: Sendable {
 }
 
 /// The system's resolver: `getaddrinfo(3)`, with `/etc/hosts`, DNS and whatever
-/// `/etc/nsswitch.conf` names, run on a thread of Dispatch's global pool (it blocks), never
-/// on a ring.
+/// `/etc/nsswitch.conf` names, run on a small pool of threads of RingIO's own (it blocks) —
+/// never on a ring, and never on Dispatch's or Swift's shared pools, which a busy program can
+/// hold up.
 public struct SystemResolver: NameResolver {
     public init() {}
 
-    /// `getaddrinfo(host, port)` for stream sockets of `family`, on a Dispatch global queue.
+    /// `getaddrinfo(host, port)` for stream sockets of `family`, on a thread of the resolver
+    /// pool.
     ///
     /// - Throws: ``NameResolutionError`` with `getaddrinfo`'s code and message (EAI_NONAME
     ///   for a name that does not exist, EAI_AGAIN when the DNS server did not answer…).
@@ -47,11 +49,21 @@ public struct SystemResolver: NameResolver {
         family: SocketAddress.Family
     ) async throws(NameResolutionError) -> [SocketAddress] {
         let result: Result<[SocketAddress], NameResolutionError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: Self.getaddrinfo(host: host, port: port, family: family))
-            }
+            Self.resolve(host: host, port: port, family: family) { continuation.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// Resolves on a thread of the resolver pool and hands the answer to `completion` there.
+    internal static func resolve(
+        host: String,
+        port: UInt16,
+        family: SocketAddress.Family,
+        completion: @escaping @Sendable (Result<[SocketAddress], NameResolutionError>) -> Void
+    ) {
+        _BlockingPool.resolver.run {
+            completion(Self.getaddrinfo(host: host, port: port, family: family))
+        }
     }
 
     /// The blocking call itself. The corresponding C functions are `getaddrinfo`,
