@@ -88,7 +88,8 @@ public struct KernelAvailability: Sendable, Hashable, CustomStringConvertible {
     /// The ciphers the kernel took in `TLS_TX` (OpenSSL's names: `"AES-128-GCM"`,
     /// `"AES-256-GCM"`, `"ChaCha20-Poly1305"`).
     public let transmitCiphers: [String]
-    /// What the probe saw, in words: `"TCP_ULP \"tls\": ENOENT (no TLS ULP in this kernel…)"`.
+    /// What the probe saw, in words: `"TCP_ULP \"tls\" answers ENOENT: this kernel has no TLS
+    /// ULP…"`.
     public let reason: String
 
     public var description: String { self.reason }
@@ -129,15 +130,12 @@ internal enum _KernelTLSProbe {
             close(firstPair.1)
         }
         if let error = Self.attachULP(firstPair.0) {
-            let hint =
+            let reason =
                 error == .noSuchFileOrDirectory
-                ? "no TLS ULP in this kernel (its tls module is missing or not loadable)" : "the kernel refused it"
-            return KernelAvailability(
-                hasTLSModule: false,
-                transmitCiphers: [],
-                reason: "TCP_ULP \"tls\": \(error) (\(hint))",
-                cipherTypes: []
-            )
+                ? "TCP_ULP \"tls\" answers ENOENT: this kernel has no TLS ULP (its tls module is missing or "
+                    + "cannot be loaded); records are encrypted in user space"
+                : "TCP_ULP \"tls\" answers \(error): the kernel refuses its TLS ULP; records are encrypted in user space"
+            return KernelAvailability(hasTLSModule: false, transmitCiphers: [], reason: reason, cipherTypes: [])
         }
         var names: [String] = []
         var types: Set<UInt16> = []
