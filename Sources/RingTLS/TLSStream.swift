@@ -14,7 +14,7 @@ import Glibc
 
 // The examples below run in Tests/RingTLSTests/TLSStreamDocExampleTests.swift: keep the two in step.
 
-/// A TLS connection over a stream ``IOChannel`` on a socket: the channel's read and write
+/// A TLS connection over a stream `IOChannel` on a socket: the channel's read and write
 /// operations, with records decrypted and encrypted in between.
 ///
 ///     let listener = try IOListener(host: "127.0.0.1", port: 8443, queue: ring) { event in
@@ -67,8 +67,8 @@ import Glibc
 /// itself, after sending OpenSSL's alert. Dropping the last reference to a stream closes it
 /// (as ``close(flags:)``).
 ///
-/// The stream owns the channel it was given: it closes it (with ``IOChannel/CloseFlags/stop``,
-/// once its own writes are done) when it is finished; for a connection of an ``IOListener``
+/// The stream owns the channel it was given: it closes it (with `.stop`,
+/// once its own writes are done) when it is finished; for a connection of an `IOListener`
 /// that closes the socket. Do not read or write the channel yourself while the stream uses
 /// it.
 ///
@@ -146,7 +146,7 @@ public final class TLSStream: Sendable {
         self.start()
     }
 
-    /// A server stream over a connection an ``IOListener`` accepted, on the ring that accepted
+    /// A server stream over a connection an `IOListener` accepted, on the ring that accepted
     /// it.
     ///
     ///     await listener.serve { connection in
