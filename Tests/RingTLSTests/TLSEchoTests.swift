@@ -355,6 +355,53 @@ struct TLSEchoTests {
         #expect(names.all == ["other.example", "localhost"])
     }
 
+    @Test("client certificates: a server that verifies clients takes the test CA's, refuses none")
+    func clientCertificates() throws {
+        let pki = TestPKI.shared
+        let group = try RingLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let ring = group.rings[0]
+        let serverContext = try pki.serverContext(configure: {
+            $0.certificateVerification = .noHostnameVerification  // a client certificate is required
+            $0.trustRoots = .certificates((try? TLSCertificate.chain(fromPEMFile: FilePath(pki.caCertificate))) ?? [])
+        })
+        let server = try TLSEchoServer(group: group, context: serverContext)
+        let withCertificate = try pki.clientContext(configure: {
+            $0.certificateChain = (try? TLSCertificate.chain(fromPEMFile: FilePath(pki.clientCertificate))) ?? []
+            $0.privateKey = try? TLSPrivateKey(pemFile: FilePath(pki.clientKey))
+        })
+        for (context, accepted) in [(withCertificate, true), (try pki.clientContext(), false)] {
+            let fd = try connectLoopback(port: server.port)
+            let stream = try TLSStream(
+                clientOn: FileDescriptor(rawValue: fd),
+                ring: ring,
+                context: context,
+                serverName: "localhost"
+            )
+            let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: bytes("mutual")), queue: ring)
+            // TLS 1.3: the client's handshake is over before the server has checked its
+            // certificate; a refusal reaches the client as an alert on its read.
+            _ = exchange.handshake.wait()
+            let end = exchange.readEnd.wait()
+            if accepted {
+                #expect(end == .some(nil))
+                #expect(exchange.received.all == bytes("mutual"))
+            } else {
+                #expect(end??.code == .protocolError, "\(String(describing: end))")
+                #expect(end??.reason.contains("certificate required") == true, "\(String(describing: end))")
+            }
+        }
+        #expect(server.handshakes.wait(for: 2))
+        let outcomes = server.handshakes.all
+        #expect((try? outcomes[0].get())?.peerCertificate?.subject == "CN=RingTLS Test Client")
+        guard case .failure(let error) = outcomes[1] else {
+            Issue.record("the server accepted a client without a certificate")
+            return
+        }
+        #expect(error.code == .handshakeFailed, "\(error)")
+        #expect(error.reason.contains("peer did not return a certificate"), "\(error)")
+    }
+
     @Test("TLS 1.2 when the server allows no more, with its own cipher list")
     func tls12() throws {
         let pki = TestPKI.shared

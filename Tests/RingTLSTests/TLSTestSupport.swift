@@ -110,6 +110,11 @@ final class TestPKI: Sendable {
         ])
     }
 
+    /// How long the tests' handshakes may take unless a test says otherwise: long, since the
+    /// suites run in parallel and under sanitizers on two shared cores, where 1,000 handshakes
+    /// queue behind each other for many seconds. The time-out tests set their own.
+    static let handshakeTimeout: Duration = .seconds(120)
+
     /// A server context for `localhost` (or another leaf).
     func serverContext(
         leaf: String = "server",
@@ -122,6 +127,7 @@ final class TestPKI: Sendable {
             privateKeyFile: FilePath("\(self.directory)/\(leaf).key")
         )
         configuration.applicationProtocols = alpn
+        configuration.handshakeTimeout = Self.handshakeTimeout
         configure(&configuration)
         return try TLSContext(configuration: configuration, serverNameHandler: serverNameHandler)
     }
@@ -134,6 +140,7 @@ final class TestPKI: Sendable {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.trustRoots = .certificates(try TLSCertificate.chain(fromPEMFile: FilePath(self.caCertificate)))
         configuration.applicationProtocols = alpn
+        configuration.handshakeTimeout = Self.handshakeTimeout
         configure(&configuration)
         return try TLSContext(configuration: configuration)
     }
