@@ -38,9 +38,12 @@ internal enum _TLSBIO {
         return method
     }()
 
-    private static func core(_ bio: OpaquePointer?) -> _TLSCore? {
-        guard let bio, let raw = BIO_get_data(bio) else { return nil }
-        return Unmanaged<_TLSCore>.fromOpaque(raw).takeUnretainedValue()
+    /// Runs `body` with the BIO's core, without retaining it (the core is alive: it made the
+    /// OpenSSL call this callback runs in); `fallback` when the BIO has no core.
+    @inline(__always)
+    private static func withCore<R>(_ bio: OpaquePointer?, _ fallback: R, _ body: (_TLSCore) -> R) -> R {
+        guard let bio, let raw = BIO_get_data(bio) else { return fallback }
+        return Unmanaged<_TLSCore>.fromOpaque(raw)._withUnsafeGuaranteedRef(body)
     }
 
     private static let write:
@@ -50,11 +53,13 @@ internal enum _TLSBIO {
             Int,
             UnsafeMutablePointer<Int>?
         ) -> Int32 = { bio, bytes, count, written in
-            guard let core = _TLSBIO.core(bio), let bytes else { return 0 }
+            guard let bytes else { return 0 }
             CRingOpenSSL_BIO_clear_retry_flags(bio)
-            core.bioWrite(UnsafeRawPointer(bytes), count: count)
-            written?.pointee = count
-            return 1
+            return _TLSBIO.withCore(bio, 0) { core in
+                core.bioWrite(UnsafeRawPointer(bytes), count: count)
+                written?.pointee = count
+                return 1
+            }
         }
 
     private static let read:
@@ -65,9 +70,9 @@ internal enum _TLSBIO {
             UnsafeMutablePointer<Int>?
         ) -> Int32 = { bio, buffer, count, read in
             read?.pointee = 0
-            guard let core = _TLSBIO.core(bio), let buffer else { return 0 }
+            guard let buffer else { return 0 }
             CRingOpenSSL_BIO_clear_retry_flags(bio)
-            let copied = core.bioRead(into: UnsafeMutableRawPointer(buffer), count: count)
+            let copied = _TLSBIO.withCore(bio, 0) { $0.bioRead(into: UnsafeMutableRawPointer(buffer), count: count) }
             if copied > 0 {
                 read?.pointee = copied
                 return 1
@@ -76,12 +81,23 @@ internal enum _TLSBIO {
             return 0  // with the retry flag: nothing yet; without: the end of the input
         }
 
+    /// The controls OpenSSL asks most (flush, the kTLS queries, several per record) are
+    /// answered here without the core where they can be.
     private static let control: @convention(c) (OpaquePointer?, Int32, Int, UnsafeMutableRawPointer?) -> Int = {
         bio,
         command,
         argument,
         pointer in
-        guard let core = _TLSBIO.core(bio) else { return 0 }
-        return core.bioControl(command, argument, pointer)
+        switch command {
+        case BIO_CTRL_FLUSH: return 1
+        case BIO_CTRL_GET_KTLS_RECV: return 0
+        case BIO_CTRL_GET_KTLS_SEND, CRingOpenSSL_BIO_CTRL_SET_KTLS, CRingOpenSSL_BIO_CTRL_SET_KTLS_TX_SEND_CTRL_MSG,
+            CRingOpenSSL_BIO_CTRL_CLEAR_KTLS_TX_CTRL_MSG:
+            guard let bio, let raw = BIO_get_data(bio) else { return 0 }
+            return Unmanaged<_TLSCore>.fromOpaque(raw)._withUnsafeGuaranteedRef {
+                $0.bioControl(command, argument, pointer)
+            }
+        default: return 0
+        }
     }
 }

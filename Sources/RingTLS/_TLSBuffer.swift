@@ -40,45 +40,56 @@ internal final class _TLSBuffer: ManagedBuffer<_TLSBuffer.Header, UInt8> {
         self.withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
     }
 
-    /// The room left at the end.
-    var free: Int { self.header.size - self.header.end }
+    /// The header, through its pointer: `ManagedBuffer.header` is a stored property of a class,
+    /// whose every access Swift checks for exclusivity at run time (a thread-local lookup);
+    /// through the pointer there is no check. This buffer's header is touched on one thread.
+    @inline(__always)
+    private var state: UnsafeMutablePointer<Header> {
+        self.withUnsafeMutablePointerToHeader { $0 }
+    }
 
-    var size: Int { self.header.size }
+    /// The room left at the end.
+    var free: Int { self.state.pointee.size - self.state.pointee.end }
+
+    var size: Int { self.state.pointee.size }
 
     /// Written bytes not yet handed out.
-    var pending: Int { self.header.end - self.header.start }
+    var pending: Int { self.state.pointee.end - self.state.pointee.start }
 
     /// Appends `count` bytes from `bytes`. `count <= free`.
     func append(_ bytes: UnsafeRawPointer, count: Int) {
         assert(count <= self.free)
-        (self.base + self.header.end).copyMemory(from: bytes, byteCount: count)
-        self.header.end += count
+        let state = self.state
+        (self.base + state.pointee.end).copyMemory(from: bytes, byteCount: count)
+        state.pointee.end += count
     }
 
     /// The free space, for a writer that then calls `commit(_:)` with what it wrote.
     var freeSpace: UnsafeMutableRawBufferPointer {
-        UnsafeMutableRawBufferPointer(start: self.base + self.header.end, count: self.free)
+        UnsafeMutableRawBufferPointer(start: self.base + self.state.pointee.end, count: self.free)
     }
 
     func commit(_ count: Int) {
         assert(count <= self.free)
-        self.header.end += count
+        self.state.pointee.end += count
     }
 
     /// The written bytes not yet handed out, as a rope that keeps this buffer alive; empty
     /// when there are none.
     func takePending() -> ByteRope {
-        let start = self.header.start
-        let end = self.header.end
+        let state = self.state
+        let start = state.pointee.start
+        let end = state.pointee.end
         guard end > start else { return ByteRope() }
-        self.header.start = end
+        state.pointee.start = end
         return ByteRope(unsafeOwner: self, bytes: UnsafeRawBufferPointer(start: self.base + start, count: end - start))
     }
 
     /// Empties the buffer. Only when nothing refers to it but its owner.
     func reset() {
-        self.header.start = 0
-        self.header.end = 0
+        let state = self.state
+        state.pointee.start = 0
+        state.pointee.end = 0
     }
 }
 

@@ -94,65 +94,76 @@ internal final class _TLSCore: @unchecked Sendable {
     let published: _Lock<Published>
 
     // MARK: Ring thread only
+    //
+    // `@exclusivity(unchecked)`, as on RingIO's own ring-thread state: Swift's run-time check
+    // that two accesses to a class's stored property never overlap (a thread-local lookup per
+    // access) was about 5,000 instructions per echo round trip here. What makes it
+    // unnecessary: these properties are touched only on the ring thread, and no inout access
+    // spans a call that could reach the same property again (the closures passed to
+    // `_TLSBufferSlot.room` touch other properties; OpenSSL's BIO callbacks run inside calls
+    // made with no access open). The suites passed with the checks on (debug builds trap on an
+    // overlap) before they were turned off; a new overlapping access would not be caught.
     /// The contexts whose callbacks this `SSL` may call: the one it was made with, and one an
     /// SNI handler switched to.
-    private var contexts: [_SSLContextBox]
-    private var handshakeState = HandshakeState.running
-    private var handshakeWaiters: [_TLSHandshakeWaiter] = []
-    private var timer: IOSourceTimer?
+    @exclusivity(unchecked) private var contexts: [_SSLContextBox]
+    @exclusivity(unchecked) private var handshakeState = HandshakeState.running
+    @exclusivity(unchecked) private var handshakeWaiters: [_TLSHandshakeWaiter] = []
+    @exclusivity(unchecked) private var timer: IOSourceTimer?
     /// A fatal error: the stream is unusable (after its alert, if any, is flushed).
-    private var failure: TLSError?
-    private var closeRequested = false
-    private var stopRequested = false
-    private var writeClosed = false
-    private var closeNotify = CloseNotify.notSent
-    private var outputShutDown = false
-    private var channelClosed = false
+    @exclusivity(unchecked) private var failure: TLSError?
+    @exclusivity(unchecked) private var closeRequested = false
+    @exclusivity(unchecked) private var stopRequested = false
+    @exclusivity(unchecked) private var writeClosed = false
+    @exclusivity(unchecked) private var closeNotify = CloseNotify.notSent
+    @exclusivity(unchecked) private var outputShutDown = false
+    @exclusivity(unchecked) private var channelClosed = false
 
     // Input: ciphertext received and not yet read by OpenSSL.
-    private var input: [ByteRope] = []
-    private var inputHead = 0
-    private var inputOffset = 0
-    private var inputCount = 0
-    private var inputEOF = false
-    private var inputError: Errno?
-    private var channelReadActive = false
-    private var channelReadReceived = 0
+    @exclusivity(unchecked) private var input: [ByteRope] = []
+    @exclusivity(unchecked) private var inputHead = 0
+    @exclusivity(unchecked) private var inputOffset = 0
+    @exclusivity(unchecked) private var inputCount = 0
+    @exclusivity(unchecked) private var inputEOF = false
+    @exclusivity(unchecked) private var inputError: Errno?
+    @exclusivity(unchecked) private var channelReadActive = false
+    @exclusivity(unchecked) private var channelReadReceived = 0
 
     // Plaintext decrypted and not yet delivered, and the reads waiting for it.
-    private var plaintextSlot = _TLSBufferSlot(maximum: 65_536)
-    private var plaintext = ByteRope()
-    private var readEnd: ReadEnd?
-    private var reads = _TLSFIFO<_TLSRead>()
+    @exclusivity(unchecked) private var plaintextSlot = _TLSBufferSlot(maximum: 65_536)
+    @exclusivity(unchecked) private var plaintext = ByteRope()
+    @exclusivity(unchecked) private var readEnd: ReadEnd?
+    @exclusivity(unchecked) private var reads = _TLSFIFO<_TLSRead>()
 
     // Writes: to encrypt, then waiting for the channel to write their last byte.
-    private var toEncrypt = _TLSFIFO<_TLSWrite>()
-    private var awaitingAck = _TLSFIFO<_TLSWrite>()
-    private var outputSlot = _TLSBufferSlot(maximum: 65_536)
-    private var segments = _TLSFIFO<Segment>()
+    @exclusivity(unchecked) private var toEncrypt = _TLSFIFO<_TLSWrite>()
+    @exclusivity(unchecked) private var awaitingAck = _TLSFIFO<_TLSWrite>()
+    @exclusivity(unchecked) private var outputSlot = _TLSBufferSlot(maximum: 65_536)
+    @exclusivity(unchecked) private var segments = _TLSFIFO<Segment>()
     /// Output bytes made so far (ciphertext, or kTLS plaintext and control records).
-    private var outputProduced: UInt64 = 0
+    @exclusivity(unchecked) private var outputProduced: UInt64 = 0
     /// Output bytes the channel (or `sendmsg`) has taken so far.
-    private var outputAcknowledged: UInt64 = 0
-    private var channelWritesInFlight = 0
-    private var writableSource: IOSourceWrite?
+    @exclusivity(unchecked) private var outputAcknowledged: UInt64 = 0
+    @exclusivity(unchecked) private var channelWritesInFlight = 0
+    @exclusivity(unchecked) private var writableSource: IOSourceWrite?
 
     // kTLS.
     /// The TLS ULP is attached to the socket, and OpenSSL may hand keys over.
-    private var kernelEligible = false
-    private var kernelCipherTypes: Set<UInt16> = []
+    @exclusivity(unchecked) private var kernelEligible = false
+    @exclusivity(unchecked) private var kernelCipherTypes: Set<UInt16> = []
     /// OpenSSL handed the transmit keys over: output is plaintext from then on.
-    private(set) var transmitOffloaded = false
+    @exclusivity(unchecked) private(set) var transmitOffloaded = false
     /// The next BIO write is a control record of this type (kTLS).
-    private var controlRecordType: UInt8?
+    @exclusivity(unchecked) private var controlRecordType: UInt8?
 
     // Pumping and delivering.
-    private var pumping = false
-    private var pumpAgain = false
-    private var inUserCall = false
-    private var deliveries: [_TLSDelivery] = []
+    @exclusivity(unchecked) private var pumping = false
+    @exclusivity(unchecked) private var pumpAgain = false
+    @exclusivity(unchecked) private var inUserCall = false
+    @exclusivity(unchecked) private var deliveries: [_TLSDelivery] = []
     /// Batches of deliveries enqueued on the ring and not yet run.
-    private var deferredBatches = 0
+    @exclusivity(unchecked) private var deferredBatches = 0
+    /// The error queue was checked in this step (`prepareErrorQueue`).
+    @exclusivity(unchecked) private var errorQueueChecked = false
 
     /// Plaintext decrypted ahead of the reads, at most.
     static let plaintextLimit = 262_144
@@ -323,7 +334,10 @@ internal final class _TLSCore: @unchecked Sendable {
         if let timeout = self.handshakeTimeout {
             let timer = IOSource.makeTimerSource(queue: self.ring, ring: self.ring)
             timer.schedule(after: timeout)
-            timer.setEventHandler { [weak self] in self?.handshakeTimedOut() }
+            // Strong: the timer is cancelled when the handshake ends (or times out), which lets
+            // go of the handler. (A weak reference would give the core a side table and make
+            // every retain and release of it take the slow path.)
+            timer.setEventHandler { self.handshakeTimedOut() }
             timer.resume()
             self.timer = timer
         }
@@ -487,6 +501,7 @@ internal final class _TLSCore: @unchecked Sendable {
     }
 
     private func step() {
+        self.errorQueueChecked = false
         if case .running = self.handshakeState, self.failure == nil { self.driveHandshake() }
         if case .done = self.handshakeState, self.failure == nil {
             self.decrypt()
@@ -499,8 +514,20 @@ internal final class _TLSCore: @unchecked Sendable {
         self.finishIfDone()
     }
 
+    /// OpenSSL's error queue (one per thread) must be empty before an SSL call, or
+    /// `SSL_get_error` misreads the call's outcome; other code on the ring thread may have left
+    /// entries in it. Checked once per step, before its first SSL call (a peek costs about 200
+    /// instructions in OpenSSL 3.0, a clear — which walks all sixteen slots — more); every
+    /// failure drains it (`error(_:duringHandshake:)`), and "want read" adds nothing to it.
+    @inline(__always)
+    private func prepareErrorQueue() {
+        guard !self.errorQueueChecked else { return }
+        self.errorQueueChecked = true
+        if ERR_peek_error() != 0 { ERR_clear_error() }
+    }
+
     private func driveHandshake() {
-        ERR_clear_error()
+        self.prepareErrorQueue()
         let result = SSL_do_handshake(self.ssl)
         if result == 1 {
             self.handshakeCompleted()
@@ -554,7 +581,7 @@ internal final class _TLSCore: @unchecked Sendable {
             }
             let buffer = self.plaintextSlot.room(atLeast: 1_024) { self.plaintext.append($0) }
             var count = 0
-            ERR_clear_error()
+            self.prepareErrorQueue()
             let space = buffer.freeSpace
             if SSL_read_ex(self.ssl, space.baseAddress, space.count, &count) == 1 {
                 buffer.commit(count)
@@ -617,54 +644,61 @@ internal final class _TLSCore: @unchecked Sendable {
     /// output is `outputLimit` ahead of the channel. Returns how far `data` is encrypted, or
     /// `nil` when the stream failed.
     private func encrypt(_ data: ByteRope, from start: Int, budgeted: Bool) -> Int? {
-        let gatherLimit = 16_384
+        var state = _EncryptState(scratch: _GatherScratch.buffer, cursor: start)
+        _ = data.apply { offset, region in
+            self.encrypt(region: region, at: offset, state: &state, budgeted: budgeted)
+        }
+        if !state.failed { state.failed = !self.sealGathered(&state) }
+        return state.failed ? nil : state.sealed
+    }
+
+    /// One region of `encrypt(_:from:budgeted:)`; `false` to stop (the output is full, or the
+    /// stream failed).
+    private func encrypt(
+        region: UnsafeRawBufferPointer,
+        at offset: Int,
+        state: inout _EncryptState,
+        budgeted: Bool
+    ) -> Bool {
         let directThreshold = 2_048
-        var failed = false
-        var sealed = start
-        withUnsafeTemporaryAllocation(byteCount: gatherLimit, alignment: 16) { scratch in
-            var gathered = 0
-            var cursor = start
-            func sealGathered() -> Bool {
-                guard gathered > 0 else { return true }
-                let ok = self.sslWrite(UnsafeRawBufferPointer(start: scratch.baseAddress, count: gathered))
-                gathered = 0
-                if ok { sealed = cursor }
-                return ok
+        guard offset + region.count > state.cursor else { return true }
+        var part = UnsafeRawBufferPointer(rebasing: region[(state.cursor - offset)...])
+        while !part.isEmpty {
+            if budgeted && self.outputProduced - self.outputAcknowledged >= UInt64(Self.outputLimit) {
+                state.failed = !self.sealGathered(&state)
+                return false
             }
-            _ = data.apply { offset, region in
-                guard offset + region.count > cursor else { return true }
-                var part = UnsafeRawBufferPointer(rebasing: region[(cursor - offset)...])
-                while !part.isEmpty {
-                    if budgeted && self.outputProduced - self.outputAcknowledged >= UInt64(Self.outputLimit) {
-                        failed = !sealGathered()
-                        return false
-                    }
-                    if part.count < directThreshold && gathered + part.count <= gatherLimit {
-                        (scratch.baseAddress! + gathered).copyMemory(from: part.baseAddress!, byteCount: part.count)
-                        gathered += part.count
-                        cursor += part.count
-                        return true
-                    }
-                    guard sealGathered() else {
-                        failed = true
-                        return false
-                    }
-                    if part.count < directThreshold { continue }  // gathers into the emptied scratch
-                    // Up to four records at a time, so that the output limit is checked between.
-                    let piece = UnsafeRawBufferPointer(rebasing: part.prefix(65_536))
-                    guard self.sslWrite(piece) else {
-                        failed = true
-                        return false
-                    }
-                    cursor += piece.count
-                    sealed = cursor
-                    part = UnsafeRawBufferPointer(rebasing: part[piece.count...])
-                }
+            if part.count < directThreshold && state.gathered + part.count <= _GatherScratch.size {
+                (state.scratch + state.gathered).copyMemory(from: part.baseAddress!, byteCount: part.count)
+                state.gathered += part.count
+                state.cursor += part.count
                 return true
             }
-            if !failed { failed = !sealGathered() }
+            guard self.sealGathered(&state) else {
+                state.failed = true
+                return false
+            }
+            if part.count < directThreshold { continue }  // gathers into the emptied scratch
+            // Up to four records at a time, so that the output limit is checked between.
+            let piece = UnsafeRawBufferPointer(rebasing: part.prefix(65_536))
+            guard self.sslWrite(piece) else {
+                state.failed = true
+                return false
+            }
+            state.cursor += piece.count
+            state.sealed = state.cursor
+            part = UnsafeRawBufferPointer(rebasing: part[piece.count...])
         }
-        return failed ? nil : sealed
+        return true
+    }
+
+    /// Encrypts what is gathered in the scratch buffer, as one record.
+    private func sealGathered(_ state: inout _EncryptState) -> Bool {
+        guard state.gathered > 0 else { return true }
+        let ok = self.sslWrite(UnsafeRawBufferPointer(start: state.scratch, count: state.gathered))
+        state.gathered = 0
+        if ok { state.sealed = state.cursor }
+        return ok
     }
 
     // MARK: File sends
@@ -734,7 +768,7 @@ internal final class _TLSCore: @unchecked Sendable {
     /// One `SSL_write_ex` of all of `bytes` (our BIO never refuses, so it writes all or fails).
     private func sslWrite(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var written = 0
-        ERR_clear_error()
+        self.prepareErrorQueue()
         if SSL_write_ex(self.ssl, bytes.baseAddress, bytes.count, &written) == 1 { return true }
         let code = SSL_get_error(self.ssl, 0)
         self.fail(self.error(code, duringHandshake: false))
@@ -745,9 +779,8 @@ internal final class _TLSCore: @unchecked Sendable {
     /// the socket's FIN after it for a half-close.
     private func progressClose() {
         if self.writeClosed, case .notSent = self.closeNotify, self.toEncrypt.isEmpty {
-            ERR_clear_error()
             _ = SSL_shutdown(self.ssl)  // 0: sent, not yet received; 1: both; < 0: not sent
-            ERR_clear_error()
+            ERR_clear_error()  // a shutdown after an error leaves one; nothing reads it
             self.closeNotify = .queued(at: self.outputProduced)
         }
         if case .queued(let at) = self.closeNotify, self.outputAcknowledged >= at {
@@ -861,9 +894,10 @@ internal final class _TLSCore: @unchecked Sendable {
     /// A control record met a full socket: wait for room (a readiness source), then go on.
     private func waitUntilWritable() {
         let source = IOSource.makeWriteSource(fileDescriptor: self.socket, queue: self.ring, ring: self.ring)
-        source.setEventHandler { [weak self, weak source] in
+        // Strong (see the handshake timer): the source is cancelled when it fires or when the
+        // channel closes.
+        source.setEventHandler { [weak source] in
             source?.cancel()
-            guard let self else { return }
             self.writableSource = nil
             self.pump()
         }
@@ -1240,6 +1274,47 @@ internal final class _TLSCore: @unchecked Sendable {
         }
         let reason = _OpenSSLErrors.drain(or: "SSL_get_error \(code)")
         return TLSError(duringHandshake ? .handshakeFailed : .protocolError, reason: reason)
+    }
+}
+
+/// Where `encrypt(_:from:budgeted:)` is in a rope.
+internal struct _EncryptState {
+    /// The gathering buffer (`_GatherScratch`) and how much of it is filled.
+    let scratch: UnsafeMutableRawPointer
+    var gathered = 0
+    /// How far the rope is taken (gathered or encrypted), and how far encrypted.
+    var cursor: Int
+    var sealed: Int
+    var failed = false
+
+    init(scratch: UnsafeMutableRawPointer, cursor: Int) {
+        self.scratch = scratch
+        self.cursor = cursor
+        self.sealed = cursor
+    }
+}
+
+/// A buffer per thread for gathering a rope's small regions into one record. A stream
+/// encrypts on its ring's thread, one call at a time (OpenSSL calls back into no user code
+/// while it encrypts), so one buffer per thread is enough: no allocation per write, and 16 KiB
+/// per ring thread rather than per connection. Freed when its thread exits.
+internal enum _GatherScratch {
+    static let size = 16_384
+
+    /// The thread-specific key; made once per process, never deleted.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let result = pthread_key_create(&key) { pointer in free(pointer) }
+        precondition(result == 0, "RingTLS: pthread_key_create failed (\(result))")
+        return key
+    }()
+
+    /// The calling thread's buffer of `size` bytes.
+    static var buffer: UnsafeMutableRawPointer {
+        if let existing = pthread_getspecific(Self.key) { return existing }
+        guard let fresh = malloc(Self.size) else { fatalError("RingTLS: out of memory") }
+        pthread_setspecific(Self.key, fresh)
+        return fresh
     }
 }
 

@@ -17,6 +17,9 @@ typealias _TLSFileSendHandler = @Sendable (_ done: Bool, _ remaining: Int, _ err
 typealias _TLSHandshakeHandler = @Sendable (Result<TLSStream.Handshake, TLSError>) -> Void
 
 /// One read, waiting for plaintext. Ring thread only.
+///
+/// `@exclusivity(unchecked)` on its state, as on the core's (see `_TLSCore`): touched on the
+/// ring thread only, by short accesses that never overlap.
 internal final class _TLSRead {
     enum Target {
         /// `read(length:queue:handler:)`: calls as data arrives, up to `remaining` bytes.
@@ -27,13 +30,13 @@ internal final class _TLSRead {
 
     let target: Target
     /// A `next()`'s continuation: set by the awaiting task before the read is scheduled.
-    var continuation: UnsafeContinuation<Result<ByteRope?, TLSError>, Never>?
+    @exclusivity(unchecked) var continuation: UnsafeContinuation<Result<ByteRope?, TLSError>, Never>?
     /// Bytes still to deliver (handler reads).
-    var remaining: Int
+    @exclusivity(unchecked) var remaining: Int
     /// The final call was made (or the continuation resumed).
-    var finished = false
+    @exclusivity(unchecked) var finished = false
     /// Its task was cancelled before the read reached the ring.
-    var cancelRequested = false
+    @exclusivity(unchecked) var cancelRequested = false
 
     init(target: Target, length: Int) {
         self.target = target
@@ -46,7 +49,8 @@ internal final class _TLSRead {
 // cancellation of a `next()` reaches it the same way.
 extension _TLSRead: @unchecked Sendable {}
 
-/// One write: plaintext to encrypt, then to see acknowledged by the channel. Ring thread only.
+/// One write: plaintext to encrypt, then to see acknowledged by the channel. Ring thread only;
+/// `@exclusivity(unchecked)` on its state for the reason `_TLSRead` gives.
 internal final class _TLSWrite {
     enum Target {
         case handler(any IOQueue, _TLSWriteHandler)
@@ -65,20 +69,20 @@ internal final class _TLSWrite {
     let target: Target
     let source: Source
     /// Bytes of the source taken (encrypted, or handed to the channel) so far.
-    var taken = 0
+    @exclusivity(unchecked) var taken = 0
     /// The output position the last of them ends at: the write is done when the channel has
     /// written up to there.
-    var completesAt: UInt64 = 0
+    @exclusivity(unchecked) var completesAt: UInt64 = 0
     /// A file read (user space) is in flight for this write.
-    var reading = false
-    var finished = false
+    @exclusivity(unchecked) var reading = false
+    @exclusivity(unchecked) var finished = false
     /// A file send's failure, reported once what was sent of it is written.
-    var error: TLSError?
+    @exclusivity(unchecked) var error: TLSError?
     /// A file send's random-access channel on the file (user space), its descriptor's
     /// position when it was made, and the bytes of the read in flight.
-    var fileChannel: IOChannel?
-    var fileBase: Int64 = 0
-    var fileData = ByteRope()
+    @exclusivity(unchecked) var fileChannel: IOChannel?
+    @exclusivity(unchecked) var fileBase: Int64 = 0
+    @exclusivity(unchecked) var fileData = ByteRope()
 
     init(target: Target, source: Source) {
         self.target = target
