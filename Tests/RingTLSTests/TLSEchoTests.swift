@@ -211,6 +211,49 @@ struct TLSEchoTests {
         #expect(served.all.first == "http/1.1")
     }
 
+    @Test("cancelling a task waiting in reads() ends that wait with .canceled; the stream goes on")
+    func readsCancellation() async throws {
+        let pki = TestPKI.shared
+        let group = try RingLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let ring = group.rings[0]
+        let server = try TLSEchoServer(group: group, context: try pki.serverContext())
+        let clientContext = try pki.clientContext()
+        let outcome = await onThread {
+            runAsync(on: ring) { () async throws -> [UInt8] in
+                let fd = try connectLoopback(port: server.port)
+                let tls = try TLSStream(
+                    clientOn: FileDescriptor(rawValue: fd),
+                    ring: ring,
+                    context: clientContext,
+                    serverName: "localhost"
+                )
+                _ = try await tls.handshake()
+                // A task waits for data that does not come, and is cancelled.
+                let waiting = Task(executorPreference: ring.taskExecutor) { () async -> TLSError? in
+                    do throws(TLSError) {
+                        for try await _ in tls.reads() {}
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                waiting.cancel()
+                let error = await waiting.value
+                #expect(error?.code == .canceled, "\(String(describing: error))")
+                // The stream is intact: an echo still comes back whole.
+                try await tls.write(ByteRope(copying: bytes("after the cancellation")))
+                tls.closeWrite()
+                var received: [UInt8] = []
+                for try await data in tls.reads() { received += Array(data) }
+                tls.close()
+                return received
+            }
+        }
+        let received = try #require(outcome, "the client did not finish").get()
+        #expect(received == bytes("after the cancellation"))
+    }
+
     @Test("a read with a length ends with its last bytes; writes after closeWrite fail; stop cancels")
     func handlerSemantics() throws {
         let pki = TestPKI.shared
