@@ -7,6 +7,7 @@
 
 import CRingOpenSSL
 import RingIO
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -215,7 +216,9 @@ internal final class _SSLContextBox: @unchecked Sendable {
     }
 
     /// The system's CA file (or directory), per OpenSSL's defaults and their environment
-    /// variables (`SSL_CERT_FILE`, `SSL_CERT_DIR`).
+    /// variables (`SSL_CERT_FILE`, `SSL_CERT_DIR`). The file is read here, close-on-exec, and
+    /// parsed from memory: OpenSSL's own loader opens it with `fopen`, whose descriptor a
+    /// process spawned meanwhile by another thread would inherit.
     private static func loadSystemTrustRoots(_ ctx: OpaquePointer) throws(TLSError) {
         func setting(_ variable: UnsafePointer<CChar>, _ fallback: UnsafePointer<CChar>) -> String {
             if let value = getenv(variable) { return String(cString: value) }
@@ -223,11 +226,20 @@ internal final class _SSLContextBox: @unchecked Sendable {
         }
         let file = setting(X509_get_default_cert_file_env(), X509_get_default_cert_file())
         if access(file, R_OK) == 0 {
-            if SSL_CTX_load_verify_file(ctx, file) == 1 { return }
-            throw TLSError(
-                .invalidConfiguration,
-                reason: "the system trust store \(file): \(_OpenSSLErrors.drain(or: "no certificate"))"
-            )
+            let certificates: [TLSCertificate]
+            do throws(TLSError) {
+                certificates = try TLSCertificate.chain(fromPEMFile: FilePath(file))
+            } catch {
+                throw TLSError(.invalidConfiguration, reason: "the system trust store: \(error.reason)")
+            }
+            let store = SSL_CTX_get_cert_store(ctx)
+            for certificate in certificates where X509_STORE_add_cert(store, certificate.box.x509) != 1 {
+                throw TLSError(
+                    .invalidConfiguration,
+                    reason: "the system trust store \(file): \(_OpenSSLErrors.drain(or: "a certificate was refused"))"
+                )
+            }
+            return
         }
         let directory = setting(X509_get_default_cert_dir_env(), X509_get_default_cert_dir())
         if access(directory, R_OK) == 0, SSL_CTX_load_verify_dir(ctx, directory) == 1 { return }

@@ -74,10 +74,10 @@ public struct TLSOffload: Sendable, Hashable, CustomStringConvertible {
         return text
     }
 
-    /// Whether this kernel takes TLS keys, and which ciphers: probed once per process, on a
-    /// loopback TCP connection of its own (a listening socket, a blocking `connect` and an
-    /// `accept`, all on 127.0.0.1, then the ULP and a `TLS_TX` of zero keys per cipher), the
-    /// first time a stream asks for kernel TLS or this is read.
+    /// Whether this kernel takes TLS keys, and which ciphers: probed once per process, on
+    /// loopback TCP connections of its own (a listening socket on 127.0.0.1 and blocking
+    /// `connect`s to it, then the ULP and a `TLS_TX` of zero keys per cipher), the first time
+    /// a stream asks for kernel TLS or this is read.
     public static var kernelAvailability: KernelAvailability { _kernelAvailability }
 }
 
@@ -114,9 +114,14 @@ internal enum _KernelTLSProbe {
     ]
 
     static func run() -> KernelAvailability {
-        var firstPair: (CInt, CInt)
+        // A listening socket whose backlog completes the connections: the probe's connected
+        // client sockets are established (which the ULP needs) without an accept, and so
+        // without a descriptor that is not close-on-exec (Glibc hides accept4).
+        let listener: (fd: CInt, address: sockaddr_in)
+        let first: CInt
         do throws(Errno) {
-            firstPair = try Self.loopbackPair()
+            listener = try Self.listen()
+            first = try Self.connect(to: listener.address)
         } catch {
             return KernelAvailability(
                 hasTLSModule: false,
@@ -125,11 +130,9 @@ internal enum _KernelTLSProbe {
                 cipherTypes: []
             )
         }
-        defer {
-            close(firstPair.0)
-            close(firstPair.1)
-        }
-        if let error = Self.attachULP(firstPair.0) {
+        defer { close(listener.fd) }
+        if let error = Self.attachULP(first) {
+            close(first)
             let reason =
                 error == .noSuchFileOrDirectory
                 ? "TCP_ULP \"tls\" answers ENOENT: this kernel has no TLS ULP (its tls module is missing or "
@@ -140,21 +143,19 @@ internal enum _KernelTLSProbe {
         var names: [String] = []
         var types: Set<UInt16> = []
         var refusals: [String] = []
-        for (index, cipher) in Self.ciphers.enumerated() {
+        var socket: CInt? = first
+        for cipher in Self.ciphers {
             // TLS_TX is set once per socket: each cipher gets a connection of its own (the
             // first one's ULP is attached already).
-            var pair = firstPair
-            var ownPair = false
-            if index > 0 {
-                guard let fresh = try? Self.loopbackPair() else { break }
-                pair = fresh
-                ownPair = true
-                if Self.attachULP(pair.0) != nil {
-                    close(pair.0)
-                    close(pair.1)
+            if socket == nil {
+                guard let fresh = try? Self.connect(to: listener.address) else { break }
+                if Self.attachULP(fresh) != nil {
+                    close(fresh)
                     break
                 }
+                socket = fresh
             }
+            guard let fd = socket else { break }
             var info = [UInt8](repeating: 0, count: cipher.size)
             info.withUnsafeMutableBytes { raw in
                 // struct tls_crypto_info: version, then cipher type (both u16, native order).
@@ -162,7 +163,7 @@ internal enum _KernelTLSProbe {
                 raw.storeBytes(of: cipher.type, toByteOffset: 2, as: UInt16.self)
             }
             let result = info.withUnsafeBytes {
-                setsockopt(pair.0, CInt(SOL_TLS), CInt(TLS_TX), $0.baseAddress, socklen_t($0.count))
+                setsockopt(fd, CInt(SOL_TLS), CInt(TLS_TX), $0.baseAddress, socklen_t($0.count))
             }
             if result == 0 {
                 names.append(cipher.name)
@@ -170,10 +171,8 @@ internal enum _KernelTLSProbe {
             } else {
                 refusals.append("\(cipher.name): \(Errno(rawValue: errno))")
             }
-            if ownPair {
-                close(pair.0)
-                close(pair.1)
-            }
+            close(fd)
+            socket = nil
         }
         let reason =
             names.isEmpty
@@ -196,44 +195,43 @@ internal enum _KernelTLSProbe {
         return result == 0 ? nil : Errno(rawValue: errno)
     }
 
-    /// A connected TCP pair on 127.0.0.1 (blocking calls; loopback only).
-    private static func loopbackPair() throws(Errno) -> (CInt, CInt) {
-        let listener = socket(AF_INET, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { throw Errno(rawValue: errno) }
-        defer { close(listener) }
+    /// A TCP socket listening on 127.0.0.1 and a port of its own, close-on-exec.
+    private static func listen() throws(Errno) -> (fd: CInt, address: sockaddr_in) {
+        let fd = Glibc.socket(AF_INET, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        let listening = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(listener, address, length) == 0 && listen(listener, 1) == 0
-                    && getsockname(listener, address, &length) == 0
+                bind(fd, address, length) == 0 && Glibc.listen(fd, 8) == 0 && getsockname(fd, address, &length) == 0
             }
         }
-        guard bound else { throw Errno(rawValue: errno) }
-        let client = socket(AF_INET, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
-        guard client >= 0 else { throw Errno(rawValue: errno) }
-        let connected = withUnsafePointer(to: &address) { pointer in
+        guard listening else {
+            let error = Errno(rawValue: errno)
+            close(fd)
+            throw error
+        }
+        return (fd, address)
+    }
+
+    /// A TCP socket connected to `address` (a blocking connect, on loopback), close-on-exec.
+    private static func connect(to address: sockaddr_in) throws(Errno) -> CInt {
+        let fd = Glibc.socket(AF_INET, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        var target = address
+        let connected = withUnsafePointer(to: &target) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
         guard connected else {
             let error = Errno(rawValue: errno)
-            close(client)
+            close(fd)
             throw error
         }
-        let server = accept(listener, nil, nil)
-        guard server >= 0 else {
-            let error = Errno(rawValue: errno)
-            close(client)
-            throw error
-        }
-        // Close-on-exec at once (Glibc hides accept4 without _GNU_SOURCE): the probe's
-        // sockets live for a few system calls.
-        _ = fcntl(server, F_SETFD, FD_CLOEXEC)
-        return (server, client)
+        return fd
     }
 }

@@ -165,7 +165,8 @@ struct TLSEchoTests {
         let context = try pki.serverContext(alpn: ["http/1.1"])
         let listener = try IOListener(host: "127.0.0.1", port: 0, group: group)
         let served = Recorder<String>()
-        let server = Task {
+        // On a ring, not the cooperative pool, which the suites' synchronous tests may keep busy.
+        let server = Task(executorPreference: group.rings[0].taskExecutor) {
             await listener.serve { connection in
                 let tls = try TLSStream(accepting: connection, context: context)
                 let handshake = try await tls.handshake()

@@ -30,7 +30,9 @@ final class TLSHelloServer: Sendable {
         let listener = try IOListener(host: "127.0.0.1", port: 0, group: group)
         self.listener = listener
         let (connections, requests) = (self.connections, self.requests)
-        self.task = Task {
+        // On a ring, not the cooperative pool, which the suites' synchronous tests may keep busy
+        // for seconds (the accepting loop runs on the task's executor).
+        self.task = Task(executorPreference: group.rings[0].taskExecutor) {
             await listener.serve { connection in
                 let tls = try TLSStream(accepting: connection, context: context)
                 defer { tls.close() }

@@ -207,9 +207,11 @@ final class ChildProcess: @unchecked Sendable {
         var input: [CInt] = [-1, -1]
         var output: [CInt] = [-1, -1]
         var errors: [CInt] = [-1, -1]
-        guard pipe(&input) == 0, pipe(&output) == 0, pipe(&errors) == 0 else { throw Errno(rawValue: errno) }
-        // Close-on-exec, so that another test's child does not hold our ends open.
-        for fd in input + output + errors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        // Close-on-exec from the start (pipe2), so that a process another test spawns meanwhile
+        // (an exit test's child) inherits none of our ends.
+        guard pipe2Function(&input, O_CLOEXEC) == 0, pipe2Function(&output, O_CLOEXEC) == 0,
+            pipe2Function(&errors, O_CLOEXEC) == 0
+        else { throw Errno(rawValue: errno) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -325,6 +327,12 @@ final class ChildProcess: @unchecked Sendable {
         close(self.stdinFD)
     }
 }
+
+/// glibc's `pipe2`, which the Glibc module hides without _GNU_SOURCE.
+private let pipe2Function = unsafeBitCast(
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2"),
+    to: (@convention(c) (UnsafeMutablePointer<CInt>, CInt) -> CInt).self
+)
 
 /// Runs `name` with `arguments` and `stdin`, and collects its outputs (bounded).
 func runTool(_ name: String, _ arguments: [String], stdin: [UInt8] = [], seconds: Double = 20) -> ToolResult {
