@@ -26,6 +26,10 @@ import Glibc
 /// the file's pages to the socket without the bytes entering user space. Control records
 /// (session tickets, alerts, `close_notify`) go out through `sendmsg` with their record type.
 ///
+/// One limit: OpenSSL 3.0 does not hand the kernel new transmit keys after a TLS 1.3 key
+/// update, so a peer that asks for one (`KeyUpdate` with `update_requested`) breaks the
+/// stream's output from then on.
+///
 /// Receiving stays in user space: the channel's reads are plain receives, and a kTLS socket
 /// reports every record that is not application data (a session ticket, an alert,
 /// `close_notify`) in a control message that a plain receive does not see. So ``receive`` is

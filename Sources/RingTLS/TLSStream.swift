@@ -12,7 +12,7 @@ import SystemPackage
 import Glibc
 #endif
 
-// The examples below run in Tests/RingTLSTests/TLSStreamDocExampleTests.swift: keep the two in step.
+// The type's example runs in Tests/RingTLSTests/TLSDocExampleTests.swift: keep the two in step.
 
 /// A TLS connection over a stream `IOChannel` on a socket: the channel's read and write
 /// operations, with records decrypted and encrypted in between.
