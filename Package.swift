@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "RingIO", targets: ["RingIO"]),
         .library(name: "RingHTTP", targets: ["RingHTTP"]),
         .library(name: "RingIOServiceLifecycle", targets: ["RingIOServiceLifecycle"]),
+        .library(name: "RingTLS", targets: ["RingTLS"]),
         .executable(name: "rope-tour", targets: ["RopeTour"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
         .executable(name: "http-server", targets: ["HTTPServer"]),
@@ -45,6 +46,13 @@ let package = Package(
             pkgConfig: "liburing",
             providers: [.apt(["liburing-dev"])]
         ),
+        // OpenSSL 3 (libssl-dev), imported as liburing is: a shim that includes glibc's headers
+        // first and adds only what the importer cannot see (Sources/CRingOpenSSL/CRingOpenSSL.h).
+        .systemLibrary(
+            name: "CRingOpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // The rope: no C module of ours, no ring.
         .target(name: "ByteRopes"),
         // Foundation `Data` interop, kept out of ByteRopes so the rope stays light.
@@ -67,6 +75,16 @@ let package = Package(
             dependencies: [
                 "RingIO",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // TLS streams over RingIO's channels, on OpenSSL: a product of its own, so that RingIO
+        // keeps its small set of dependencies.
+        .target(
+            name: "RingTLS",
+            dependencies: [
+                "RingIO",
+                "CRingOpenSSL",
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .executableTarget(name: "RopeTour", dependencies: ["ByteRopes"], path: "Examples/RopeTour"),
@@ -103,6 +121,14 @@ let package = Package(
         ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
         .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
+        .testTarget(
+            name: "RingTLSTests",
+            dependencies: [
+                "RingTLS",
+                "RingIO",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
         .testTarget(
             name: "RingIOServiceLifecycleTests",
