@@ -58,7 +58,7 @@ static const int CLiburing_F_GETPIPE_SZ = 1032;
 // syscall(2) is not callable from Swift either way).
 static inline int CLiburing_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
-// MARK: The readiness engine (Sources/RingIO/Engine/Readiness*.swift)
+// MARK: The readiness engine (Sources/RingIO/Engine/Backends/Readiness)
 //
 // The calls below are declared by glibc only with _GNU_SOURCE (kept off above), or not at all:
 // each is the raw system call, on 64-bit Linux (x86_64, aarch64), where an offset is one

@@ -14,7 +14,7 @@
 // compare-exchange, then sleeps in futex(FUTEX_LOCK_PI) and is handed the lock by the kernel
 // at the owner's futex(FUTEX_UNLOCK_PI). TSan sees neither acquisition, nothing orders the two
 // critical sections for it, and it reports their accesses as a race. With `handoff` — what
-// RingIO's `_Lock` (Sources/RingIO/Engine/Lock.swift) adds inside the critical section: an
+// RingIO's `_Lock` (Sources/RingIO/Engine/Core/_Lock.swift) adds inside the critical section: an
 // acquiring load after locking, a releasing store before unlocking — it sees the order.
 //
 //     swiftc -sanitize=thread -O mutex-handoff.swift -o mutex-handoff

@@ -1,0 +1,421 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: the state behind an IOChannel.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The state behind an ``IOChannel``.
+///
+/// Confinement: the properties under "ring thread only" are touched only on the ring thread of
+/// `entry` (public calls from other threads reach it through `perform`, in program order); the
+/// methods under "Ring thread" check so in debug builds. A channel whose creation failed has
+/// no entry; its state never changes after init.
+internal final class _ChannelState: @unchecked Sendable {
+    // MARK: Immutable after init
+    let kind: IOChannel.Kind
+    /// The descriptor's shared state; `nil` when creation failed.
+    let entry: _DescriptorEntry?
+    /// Why creation failed; every operation ends with it.
+    let creationFailure: Errno?
+    let cleanupQueue: any IOQueue
+    let cleanupHandler: @Sendable (Errno?) -> Void
+    /// Random access: the file position when the channel was created (R59).
+    let base: Int64
+
+    // MARK: Any thread
+    /// What ``IOChannel/fileDescriptor`` answers: the descriptor; -1 while a path channel has
+    /// not opened it; ``closedDescriptor`` once the channel is closed, for good.
+    let descriptor: Atomic<CInt>
+    /// ``descriptor`` once the channel is closed: the ring's open (which sets -1 to the new
+    /// descriptor with a compare-and-exchange) can no longer replace it.
+    static let closedDescriptor: CInt = -2
+    /// Set by `close` on the calling thread (the ring learns it in order, through `perform`).
+    let closeRequested = Atomic<Bool>(false)
+
+    // MARK: Ring thread only
+    var lowWater: Int
+    var highWater = Int.max
+    var intervalNanoseconds: Int64 = 0
+    var strictInterval = false
+    var closed = false
+    var stopped = false
+    /// Closed with every operation finished: reported to the entry.
+    var done = false
+    /// A listener's graceful shutdown asked for a stop once no write is pending
+    /// (`stopOnceWritesFinish()`); checked as each operation finishes.
+    var stopWhenWritesFinish = false
+    /// Operations scheduled and not yet finished.
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) var operations: [_Operation] = []
+    /// Finished writes for reuse; emptied when the channel is done (they hold it).
+    @exclusivity(unchecked) var writePool = _WriteOperationPool()
+    /// The pipe of file sends (`_FileSendOperation`), kept empty between them; closed when the
+    /// channel is done.
+    var splicePipe: _SplicePipe?
+
+    init(
+        kind: IOChannel.Kind,
+        entry: _DescriptorEntry?,
+        creationFailure: Errno?,
+        cleanupQueue: any IOQueue,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void,
+        base: Int64,
+        descriptor: CInt
+    ) {
+        self.kind = kind
+        self.entry = entry
+        self.creationFailure = creationFailure
+        self.cleanupQueue = cleanupQueue
+        self.cleanupHandler = cleanupHandler
+        self.base = base
+        self.descriptor = Atomic(descriptor)
+        // D1: deliver as data arrives on streams of arriving bytes; dispatch's chunk elsewhere.
+        if kind == .stream, let entry, entry.type.isStreamLike {
+            self.lowWater = 1
+        } else {
+            self.lowWater = _ChannelLimits.chunkSize
+        }
+    }
+
+    /// A channel whose creation failed: the cleanup handler gets `error` at once.
+    static func failed(
+        kind: IOChannel.Kind,
+        error: Errno,
+        queue: any IOQueue,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        let state = _ChannelState(
+            kind: kind,
+            entry: nil,
+            creationFailure: error,
+            cleanupQueue: queue,
+            cleanupHandler: cleanupHandler,
+            base: 0,
+            descriptor: -1
+        )
+        queue.enqueue { cleanupHandler(error) }
+        return state
+    }
+
+    // MARK: Any thread
+
+    /// Runs `body` on the entry's ring thread: now when called there, else through the ring's
+    /// inbox. Nothing happens for a channel whose creation failed.
+    func perform(_ body: @escaping @Sendable (_ChannelState) -> Void) {
+        guard let entry = self.entry else { return }
+        if entry.core.isRingThread {
+            body(self)
+        } else {
+            entry.ring.enqueue { body(self) }
+        }
+    }
+
+    enum ReadMode {
+        case normal
+        /// `IOChannel.read(fromFileDescriptor:)` on a stream: stop as soon as the next read
+        /// would block (R78).
+        case untilWouldBlock
+    }
+
+    /// Schedules a read; returns its operation (to stop it), or `nil` when creation failed.
+    func scheduleRead(
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        mode: ReadMode,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, nil, error) }
+            return nil
+        }
+        let operation = self.makeRead(
+            entry: entry,
+            offset: offset,
+            length: length,
+            queue: queue,
+            mode: mode,
+            handler: handler
+        )
+        self.schedule(operation)
+        return operation
+    }
+
+    /// A read of this channel, not yet scheduled (see `schedule`).
+    func makeRead(
+        entry: _DescriptorEntry,
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        mode: ReadMode,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _ReadOperation {
+        let operation: _ReadOperation
+        if entry.type.isStreamLike && (self.kind == .stream || entry.type != .terminal) {
+            operation = _StreamReadOperation(
+                channel: self,
+                entry: entry,
+                queue: queue,
+                offset: offset,
+                length: length,
+                untilWouldBlock: mode == .untilWouldBlock,
+                handler: handler
+            )
+        } else {
+            operation = _FileReadOperation(
+                channel: self,
+                entry: entry,
+                queue: queue,
+                offset: offset,
+                length: length,
+                handler: handler
+            )
+        }
+        return operation
+    }
+
+    /// Schedules a write; returns its operation, or `nil` when creation failed.
+    func scheduleWrite(
+        offset: Int64,
+        data: ByteRope,
+        queue: any IOQueue,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, data, error) }
+            return nil
+        }
+        let operation = _WriteOperation.make(
+            channel: self,
+            entry: entry,
+            queue: queue,
+            offset: offset,
+            data: data,
+            handler: handler
+        )
+        self.schedule(operation)
+        return operation
+    }
+
+    /// Schedules a file send; returns its operation, or `nil` when creation failed.
+    func scheduleFileSend(
+        file: CInt?,
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        progress: _SendProgress?,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, nil, error) }
+            return nil
+        }
+        let operation = self.makeFileSend(
+            entry: entry,
+            file: file,
+            offset: offset,
+            length: length,
+            queue: queue,
+            progress: progress,
+            handler: handler
+        )
+        self.schedule(operation)
+        return operation
+    }
+
+    /// A file send on this channel, not yet scheduled (see `schedule`).
+    /// `file` is `nil` when a source channel lends its descriptor later
+    /// (`_FileSendOperation.sourceResolved(_:)`).
+    func makeFileSend(
+        entry: _DescriptorEntry,
+        file: CInt?,
+        offset: Int64,
+        length: Int,
+        queue: any IOQueue,
+        progress: _SendProgress?,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _FileSendOperation {
+        _FileSendOperation(
+            channel: self,
+            entry: entry,
+            queue: queue,
+            source: file ?? -1,
+            awaitingSource: file == nil,
+            offset: offset,
+            length: length,
+            progress: progress,
+            handler: handler
+        )
+    }
+
+    /// Schedules a half-close (``IOChannel/shutdownOutput(queue:handler:)``); returns its
+    /// operation, or `nil` when creation failed.
+    func scheduleShutdownOutput(
+        queue: any IOQueue,
+        handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void
+    ) -> _Operation? {
+        guard let entry = self.entry else {
+            let error = self.creationFailure!
+            queue.enqueue { handler(true, nil, error) }
+            return nil
+        }
+        let operation = _ShutdownOutputOperation(channel: self, entry: entry, queue: queue, handler: handler)
+        self.schedule(operation)
+        return operation
+    }
+
+    /// A duplicate of this random-access channel's descriptor (opened first when it is a
+    /// path's), for a file send on another channel: `deliver` gets it — the caller's to close
+    /// — or why there is none (the channel was closed: ECANCELED; its creation or its open
+    /// failed; EBADF poisoning; EMFILE), on this channel's ring thread.
+    func duplicateDescriptor(_ deliver: @escaping @Sendable (Result<CInt, Errno>) -> Void) {
+        guard let entry = self.entry else {
+            deliver(.failure(self.creationFailure!))
+            return
+        }
+        guard !self.closeRequested.load(ordering: .acquiring) else {
+            deliver(.failure(.canceled))
+            return
+        }
+        self.perform { state in
+            // Closed since: its descriptor may be closed by now.
+            guard !state.done else {
+                deliver(.failure(.canceled))
+                return
+            }
+            entry.withDescriptor { error in
+                if let error = error ?? entry.stickyError {
+                    deliver(.failure(error))
+                    return
+                }
+                // Duplicated as it is known to be open: the channel may close its own later.
+                do throws(Errno) {
+                    deliver(.success(try _POSIX.duplicate(entry.fd)))
+                } catch {
+                    deliver(.failure(error))
+                }
+            }
+        }
+    }
+
+    func scheduleBarrier(_ work: @escaping @Sendable () -> Void) {
+        guard let entry = self.entry else {
+            self.cleanupQueue.enqueue(work)
+            return
+        }
+        let queue = self.cleanupQueue
+        self.perform { _ in entry.enqueueBarrier(work, queue: queue) }
+    }
+
+    func requestClose(stop: Bool) {
+        self.closeRequested.store(true, ordering: .releasing)
+        self.descriptor.store(Self.closedDescriptor, ordering: .releasing)
+        self.perform { state in state.close(stop: stop) }
+    }
+
+    /// Hands `operation` (of this channel, which has an entry) to the ring: at once on the ring
+    /// thread (a handler or a task on the ring scheduling its next operation), else as a job of
+    /// its own through the inbox — in program order with the caller's other calls either way,
+    /// and with no closure to allocate.
+    func schedule(_ operation: _Operation) {
+        let core = self.entry!.core
+        if core.isRingThread {
+            self.submitOnRingThread(operation)
+        } else {
+            core.enqueue(.scheduled(operation))
+        }
+    }
+
+    // MARK: Ring thread
+
+    /// Admits or refuses `operation`; see `schedule`.
+    func submitOnRingThread(_ operation: _Operation) {
+        self.entry?.core.assertOnRingThread()
+        operation.snapshotPolicies(of: self)
+        operation.scheduled = true
+        guard let entry = self.entry else { return }
+        if self.closed {
+            operation.refuse(.canceled)
+        } else if operation.cancelledBeforeScheduling {
+            operation.refuse(.canceled)
+        } else if let error = entry.stickyError {
+            operation.refuse(error)
+        } else if operation.completesAtOnce {
+            operation.completeAtOnce()
+        } else {
+            self.operations.append(operation)
+            entry.enqueue(operation)
+        }
+    }
+
+    private func close(stop: Bool) {
+        self.entry?.core.assertOnRingThread()
+        self.closed = true
+        if stop && !self.stopped {
+            self.stopped = true
+            // Each stop finishes the operation (or will, once its syscall returns) and removes
+            // it from `operations`.
+            for operation in self.operations { operation.terminate(.canceled) }
+        }
+        self.finishIfDone()
+    }
+
+    /// Closes and stops the channel as its ring exits (``_DescriptorEntry/closeForRingExit()``).
+    func closeForRingExit() {
+        self.closeRequested.store(true, ordering: .releasing)
+        self.descriptor.store(Self.closedDescriptor, ordering: .releasing)
+        self.close(stop: true)
+    }
+
+    /// Called by an operation after its final handler call is on its way.
+    func operationFinished(_ operation: _Operation) {
+        self.entry?.core.assertOnRingThread()
+        if let index = self.operations.firstIndex(where: { $0 === operation }) {
+            self.operations.remove(at: index)
+        }
+        if self.stopWhenWritesFinish && !self.hasPendingWrites {
+            self.stopWhenWritesFinish = false
+            self.requestClose(stop: true)
+            return
+        }
+        self.finishIfDone()
+    }
+
+    /// Whether a write or a file send of this channel is scheduled and not finished.
+    private var hasPendingWrites: Bool {
+        self.operations.contains { !($0 is _ReadOperation) }
+    }
+
+    /// Closes the channel with ``IOChannel/CloseFlags/stop`` as soon as none of its writes (and
+    /// file sends) is pending: now when none is, else when the last one finishes — a
+    /// listener's graceful shutdown (`IOListener.shutdown`). A write scheduled meanwhile is
+    /// waited for too; one not yet on the ring when the stop comes is refused (ECANCELED).
+    func stopOnceWritesFinish() {
+        self.entry?.core.assertOnRingThread()
+        guard !self.stopped, !self.done else { return }
+        if self.hasPendingWrites {
+            self.stopWhenWritesFinish = true
+        } else {
+            self.requestClose(stop: true)
+        }
+    }
+
+    private func finishIfDone() {
+        guard self.closed, self.operations.isEmpty, !self.done, let entry = self.entry else { return }
+        self.done = true
+        self.writePool.removeAll()
+        self.splicePipe = nil
+        entry.channelDone(self)
+    }
+}

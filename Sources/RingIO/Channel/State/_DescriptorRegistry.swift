@@ -1,0 +1,212 @@
+//===----------------------------------------------------------------------===//
+// RingIO — channels: every descriptor with channels on it has one entry.
+//
+// Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
+// see LICENSE. SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Finding a descriptor's entry
+
+/// Every descriptor with channels on it has one entry, shared by all its channels (R31).
+internal enum _DescriptorRegistry {
+    /// Entries by descriptor number. Also guards each entry's `liveChannels`.
+    private static let entries = _Lock<[CInt: _DescriptorEntry]>([:])
+
+    /// A channel on descriptor `fd`.
+    static func attach(
+        kind: IOChannel.Kind,
+        fileDescriptor fd: CInt,
+        queue: any IOQueue,
+        ring: RingLoop?,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        var chosenRing = ring ?? (queue as? RingLoop)
+        var setupError: Errno?
+        let lookup: Result<_DescriptorEntry, Errno> = self.entries.withLock { entries in
+            // An entry whose ring is shutting down or gone is stale: its channels can no longer
+            // be cleaned up there, and the number may name a new descriptor since. The new
+            // channel gets an entry of its own (the stale one leaves the table when its last
+            // channel is done, if ever; `detach` removes only itself).
+            if let entry = entries[fd], !entry.core.isStopping {
+                if kind == .randomAccess && (entry.type == .fifo || entry.type == .socket) {
+                    return .failure(.illegalSeek)
+                }
+                entry.liveChannels += 1
+                return .success(entry)
+            }
+            let type: _FileType
+            do throws(Errno) {
+                type = _FileType(try _POSIX.status(of: fd))
+            } catch {
+                return .failure(error)
+            }
+            if type == .directory { return .failure(.isDirectory) }
+            if kind == .randomAccess && (type == .fifo || type == .socket) { return .failure(.illegalSeek) }
+            if let stale = entries[fd], stale.core.hasFinished {
+                // Replaced below, and its ring will never run its channels again: let go of
+                // them, or they and the entry keep each other alive for good.
+                stale.ringFinished()
+            }
+            if chosenRing == nil {
+                do throws(RingSetupError) {
+                    chosenRing = try RingLoopGroup.shared.next()
+                } catch {
+                    setupError = error.errno
+                }
+            }
+            guard let ring = chosenRing else { return .failure(setupError ?? .noFunction) }
+            let entry = _DescriptorEntry(ring: ring, fd: fd, type: type, path: nil)
+            entry.liveChannels = 1
+            entries[fd] = entry
+            return .success(entry)
+        }
+        switch lookup {
+        case .failure(let error):
+            return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+        case .success(let entry):
+            var base: Int64 = 0
+            if kind == .randomAccess {
+                // Offsets count from the position now (R59); a device without one (ESPIPE)
+                // counts from 0.
+                base = (try? _POSIX.seek(fd, to: 0, from: SEEK_CUR)) ?? 0
+            }
+            let state = _ChannelState(
+                kind: kind,
+                entry: entry,
+                creationFailure: nil,
+                cleanupQueue: queue,
+                cleanupHandler: cleanupHandler,
+                base: base,
+                descriptor: fd
+            )
+            state.perform { state in entry.attach(state) }
+            return state
+        }
+    }
+
+    /// A channel that opens `path` lazily. The path is examined now (R26).
+    static func attach(
+        kind: IOChannel.Kind,
+        path: String,
+        flags: CInt,
+        permissions: mode_t,
+        queue: any IOQueue,
+        ring: RingLoop?,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        let type: _FileType
+        do throws(Errno) {
+            type = _FileType(try _POSIX.status(ofPath: path, followingLinks: flags & O_NOFOLLOW == 0))
+        } catch {
+            // A file to be created is a regular file, when its directory exists.
+            var parent = FilePath(path)
+            parent.removeLastComponent()
+            guard error == .noSuchFileOrDirectory, flags & O_CREAT != 0,
+                let parentInfo = try? _POSIX.status(ofPath: parent.string, followingLinks: true),
+                _FileType(parentInfo) == .directory
+            else {
+                return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+            }
+            type = .regular
+        }
+        if type == .directory {
+            return .failed(kind: kind, error: .isDirectory, queue: queue, cleanupHandler: cleanupHandler)
+        }
+        if kind == .randomAccess && (type == .fifo || type == .socket) {
+            return .failed(kind: kind, error: .illegalSeek, queue: queue, cleanupHandler: cleanupHandler)
+        }
+        var chosenRing = ring ?? (queue as? RingLoop)
+        if chosenRing == nil {
+            do throws(RingSetupError) {
+                chosenRing = try RingLoopGroup.shared.next()
+            } catch {
+                return .failed(kind: kind, error: error.errno, queue: queue, cleanupHandler: cleanupHandler)
+            }
+        }
+        let entry = _DescriptorEntry(
+            ring: chosenRing!,
+            fd: -1,
+            type: type,
+            path: _PathToOpen(path: path, flags: flags, permissions: permissions)
+        )
+        entry.liveChannels = 1
+        let state = _ChannelState(
+            kind: kind,
+            entry: entry,
+            creationFailure: nil,
+            cleanupQueue: queue,
+            cleanupHandler: cleanupHandler,
+            base: 0,
+            descriptor: -1
+        )
+        state.perform { state in entry.attach(state) }
+        return state
+    }
+
+    /// A channel on the same descriptor or path as `source` (R30).
+    static func attach(
+        kind: IOChannel.Kind,
+        from source: _ChannelState,
+        queue: any IOQueue,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) -> _ChannelState {
+        guard let entry = source.entry else {
+            return .failed(
+                kind: kind,
+                error: source.creationFailure ?? .canceled,
+                queue: queue,
+                cleanupHandler: cleanupHandler
+            )
+        }
+        if source.closeRequested.load(ordering: .acquiring) {
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+        }
+        if let path = entry.path {
+            return self.attach(
+                kind: kind,
+                path: path.path,
+                flags: path.flags,
+                permissions: path.permissions,
+                queue: queue,
+                ring: entry.ring,
+                cleanupHandler: cleanupHandler
+            )
+        }
+        // The source's own copy of the number (any thread): the entry's is ring-only. -1 when
+        // the source was closed since the check above.
+        let fd = source.descriptor.load(ordering: .acquiring)
+        guard fd >= 0 else {
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+        }
+        return self.attach(
+            kind: kind,
+            fileDescriptor: fd,
+            queue: queue,
+            ring: entry.ring,
+            cleanupHandler: cleanupHandler
+        )
+    }
+
+    /// Called on the ring when a channel of `entry` is done. Returns whether it was the last
+    /// live channel (the entry is then out of the registry: a new channel on the descriptor
+    /// gets a new entry).
+    static func detach(_ entry: _DescriptorEntry) -> Bool {
+        guard entry.path == nil else {
+            entry.liveChannels -= 1
+            return entry.liveChannels == 0
+        }
+        return self.entries.withLock { entries in
+            entry.liveChannels -= 1
+            guard entry.liveChannels == 0 else { return false }
+            if entries[entry.fd] === entry { entries[entry.fd] = nil }
+            return true
+        }
+    }
+}
