@@ -279,17 +279,27 @@ extension _ChannelState {
     ) async -> Result<ByteRope, Errno> {
         // `isolation` passed on, and captured: the closures stay on the caller's actor (an
         // actor on the ring schedules from the ring thread, with no hop and no wake-up).
-        await withTaskCancellationHandler(
+        let scheduled = operation
+        return await _withCancellationHandler(
+            isolation: isolation,
             operation: {
                 await withUnsafeContinuation(isolation: isolation) { continuation in
-                    operation.awaiting = collecting ? .collect(continuation) : .write(continuation)
-                    self.schedule(operation)
+                    self.park(scheduled, continuation, collecting: collecting)
                 }
             },
             onCancel: {
-                operation.requestCancel()
-            },
-            isolation: isolation
+                scheduled.requestCancel()
+            }
         )
+    }
+
+    /// Hands `operation` its awaiting task and schedules it.
+    private func park(
+        _ operation: _Operation,
+        _ continuation: UnsafeContinuation<Result<ByteRope, Errno>, Never>,
+        collecting: Bool
+    ) {
+        operation.awaiting = collecting ? .collect(continuation) : .write(continuation)
+        self.schedule(operation)
     }
 }

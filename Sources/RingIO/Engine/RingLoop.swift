@@ -89,6 +89,9 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     /// `UnownedSerialExecutor` does not retain it.
     public let serialExecutor: RingSerialExecutor
 
+    /// The ring's actor, for ``run(_:)``.
+    internal let isolation: _RingIsolation
+
     /// The submission queue sizes a ring takes: its completion queue, four times larger, is at
     /// most io_uring's limit of 65,536 entries. The readiness engine takes the same range.
     public static let entriesRange: ClosedRange<UInt32> = 1...16_384
@@ -151,6 +154,7 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
         self.core = core
         self.taskExecutor = RingTaskExecutor(core: core)
         self.serialExecutor = RingSerialExecutor(core: core)
+        self.isolation = _RingIsolation(executor: self.serialExecutor)
         core.adopt(self.taskExecutor, self.serialExecutor)
     }
 

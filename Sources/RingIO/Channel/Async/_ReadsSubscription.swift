@@ -34,7 +34,8 @@ internal final class _ReadsSubscription: Sendable {
         var result = self.stream.take()
         while result == nil {
             // `isolation` passed on and captured, as in `_ChannelState.await`.
-            await withTaskCancellationHandler(
+            await _withCancellationHandler(
+                isolation: isolation,
                 operation: {
                     await withUnsafeContinuation(isolation: isolation) { continuation in
                         self.stream.wait(continuation)
@@ -42,8 +43,7 @@ internal final class _ReadsSubscription: Sendable {
                 },
                 onCancel: {
                     self.operation.requestCancel()
-                },
-                isolation: isolation
+                }
             )
             result = self.stream.take()
         }
