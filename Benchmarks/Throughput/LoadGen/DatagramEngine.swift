@@ -22,8 +22,10 @@ import ThroughputSupport
 /// Lifecycle, as ``LoadEngine``'s: `init` ──> `openAll()` ──> `startLoad()` ──> `run(until:)`
 /// (warm-up, then measured) ──> `drain()` (no new datagrams; wait for the outstanding ones).
 struct DatagramEngine: ~Copyable {
-    /// An echo not back after this long is lost.
-    static let lossTimeout: UInt64 = 1_000_000_000
+    /// An echo not back after this long is lost: as long as a TCP connection may go without
+    /// progress (``LoadEngine/stallLimit``), since a server descheduled for a while on a shared
+    /// machine is late, not lossy.
+    static let lossTimeout: UInt64 = LoadEngine.stallLimit
     /// How often the outstanding datagrams are checked for loss.
     static let checkInterval: UInt64 = 100_000_000
     /// Receives per readiness event before the next flow's turn.

@@ -29,7 +29,7 @@ struct LoadGen: ParsableCommand {
             and report the servers' resident memory before and after.
             udp:      --connections UDP flows (a connected socket each), --depth datagrams of --size \
             bytes (16 or more) outstanding per flow, a new one sent per echo. A datagram not echoed \
-            within 1 s is lost: counted, replaced, and the run fails at the end (after waiting \
+            within 5 s is lost: counted, replaced, and the run fails at the end (after waiting \
             for the outstanding ones).
 
             Any wrong byte, malformed response, early close, reset, failed connect, lost datagram, \
@@ -208,7 +208,7 @@ struct LoadGen: ParsableCommand {
         try engine.drain()
         guard engine.lost == 0 else {
             throw LoadFailure(
-                "\(engine.lost) datagrams lost (not echoed within 1 s; \(engine.late) of them came back later), "
+                "\(engine.lost) datagrams lost (not echoed within 5 s; \(engine.late) of them came back later), "
                     + "\(engine.operations) echoed in the measured window"
             )
         }
