@@ -104,8 +104,12 @@ let package = Package(
                 "nio-server",
                 "hummingbird-server",
                 "uring-echo-server",
+                "uring-udp-echo-server",
+                "udp-echo-server",
+                "connect-client",
                 .product(name: "echo-server", package: "RingIO"),
                 .product(name: "http-server", package: "RingIO"),
+                .product(name: "tcp-proxy", package: "RingIO"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Throughput/Throughput"
@@ -139,8 +143,8 @@ let package = Package(
             dependencies: ["ThroughputSupport"],
             path: "Throughput/DispatchEchoServer"
         ),
-        // Baselines: SwiftNIO echo (channel handlers, or NIOAsyncChannel with `--api async`) and
-        // HTTP/1.1 hello servers on one event loop.
+        // Baselines: SwiftNIO echo (channel handlers, or NIOAsyncChannel with `--api async`),
+        // HTTP/1.1 hello and UDP echo servers, and a connect client, on one event loop.
         .executableTarget(
             name: "nio-server",
             dependencies: [
@@ -169,8 +173,35 @@ let package = Package(
             path: "Throughput/UringEchoServer",
             linkerSettings: [.linkedLibrary("uring")]
         ),
+        // The physical reference for datagrams: a minimal C liburing UDP echo server (multishot
+        // recvmsg into a provided buffer ring, each datagram sent back from its buffer).
+        .executableTarget(
+            name: "uring-udp-echo-server",
+            path: "Throughput/UringUDPEchoServer",
+            linkerSettings: [.linkedLibrary("uring")]
+        ),
+        // RingIO's UDP echo server on IODatagramChannel (handlers on the ring, or async).
+        .executableTarget(
+            name: "udp-echo-server",
+            dependencies: [
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Throughput/UDPEchoServer"
+        ),
+        // RingIO's connect client (connect, one exchange, close, in a loop): the process the
+        // connect workload measures, beside `nio-server --protocol connect`.
+        .executableTarget(
+            name: "connect-client",
+            dependencies: [
+                "ThroughputSupport",
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Throughput/ConnectClient"
+        ),
         // What the throughput tools share: /proc readings, latency histograms, results, ports, the
-        // static files' byte pattern.
+        // static files' byte pattern, the connect clients' measurement.
         .target(
             name: "ThroughputSupport",
             path: "Throughput/ThroughputSupport"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # ===----------------------------------------------------------------------===#
-# RingIO — benchmarks: instructions per operation of the example servers, counted by callgrind.
+# RingIO — benchmarks: instructions per operation of the example servers (and of the
+# benchmarks' UDP echo server), counted by callgrind.
 #
 # Run by run-instruction-check.sh, which builds and strips the servers; see Benchmarks/README.md
 # ("Checked thresholds: instructions"). Standard library only.
@@ -13,6 +14,13 @@
 # is asleep in the kernel when each request arrives and every operation takes the same path
 # through the ring loop; without the pause, whether a request arrives before or after the ring's
 # next wait changes the count by about 8% from run to run.
+#
+# The proxy case runs tcp-proxy under callgrind in front of an echo server of this script's own
+# (a thread, not counted) that answers each message after UPSTREAM_PAUSE seconds, so that the
+# proxy is asleep when the answer arrives as well: each hop takes the same path through the
+# ring loop (with an upstream that answers at once, whether its answer beats the proxy's next
+# wait moves the count by 3%). One operation is a 64-byte round trip forwarded both ways. The
+# UDP cases send a 64-byte datagram from a connected socket and wait for its echo.
 # ===----------------------------------------------------------------------===#
 
 import argparse
@@ -23,11 +31,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 WARMUP = 200
 OPERATIONS = 1000
 PAUSE = 0.002
+UPSTREAM_PAUSE = 0.001
 
 ECHO_PAYLOAD = b"x" * 64
 HTTP_REQUEST = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
@@ -60,6 +70,11 @@ CASES = {
     # A 16 KiB static file under --root ({root}: a directory in --work holding it), kept-alive.
     "http_file16k_keepalive_handlers": ("http-server", ["--api", "handlers", "--root", "{root}"], "file", 1),
     "http_file16k_keepalive_async": ("http-server", ["--api", "async", "--root", "{root}"], "file", 1),
+    # tcp-proxy forwarding to an echo server ({upstream}: the script's own, not counted).
+    "proxy_pingpong64B": ("tcp-proxy", ["--upstream", "{upstream}"], "echo", 1),
+    # The benchmarks' UDP echo server on IODatagramChannel.
+    "udp_echo64B_handlers": ("udp-echo-server", ["--api", "handlers"], "udp", 1),
+    "udp_echo64B_async": ("udp-echo-server", ["--api", "async"], "udp", 1),
 }
 
 
@@ -160,10 +175,44 @@ class Server:
         self.stderr.close()
 
 
+class Upstream:
+    """An echo server on a thread, serving its connections one after another: each message goes
+    back UPSTREAM_PAUSE seconds after it arrived (the proxy's upstream)."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return  # stopped
+            try:
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with connection:
+                    while data := connection.recv(65536):
+                        time.sleep(UPSTREAM_PAUSE)
+                        connection.sendall(data)
+            except OSError:
+                continue  # that connection was reset
+
+    def stop(self):
+        self.listener.close()
+
+
 class Client:
     def __init__(self, port, kind, depth):
-        self.socket = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if kind == "udp":
+            self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.socket.settimeout(60)
+            self.socket.connect(("127.0.0.1", port))
+        else:
+            self.socket = socket.create_connection(("127.0.0.1", port), timeout=60)
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.kind = kind
         self.depth = depth
         self.pending = b""
@@ -177,6 +226,11 @@ class Client:
                 received += self._receive()
             if received != ECHO_PAYLOAD:
                 raise Failure(f"echo answered {received!r}")
+        elif self.kind == "udp":
+            self.socket.send(ECHO_PAYLOAD)
+            received = self.socket.recv(65536)
+            if received != ECHO_PAYLOAD:
+                raise Failure(f"the UDP echo answered {received!r}")
         elif self.kind == "file":
             self.socket.sendall(STATIC_REQUEST)
             self._response(STATIC_FILE)
@@ -218,7 +272,16 @@ def measure(name, binaries, work):
         with open(os.path.join(root, "file-16KiB.bin"), "wb") as file:
             file.write(STATIC_FILE)
         arguments = [root if argument == "{root}" else argument for argument in arguments]
-    server = Server(os.path.join(binaries, product), arguments, work, name)
+    upstream = None
+    if "{upstream}" in arguments:
+        upstream = Upstream()
+        arguments = [f"127.0.0.1:{upstream.port}" if argument == "{upstream}" else argument for argument in arguments]
+    try:
+        server = Server(os.path.join(binaries, product), arguments, work, name)
+    except BaseException:
+        if upstream:
+            upstream.stop()
+        raise
     try:
         client = Client(server.port, kind, depth)
         for _ in range(WARMUP):
@@ -230,6 +293,8 @@ def measure(name, binaries, work):
         client.close()
     finally:
         server.stop()
+        if upstream:
+            upstream.stop()
     return instructions / (OPERATIONS * depth)
 
 

@@ -10,14 +10,17 @@
 #     bash Benchmarks/run-instruction-check.sh --runs 5    # each case in 5 server processes: the spread
 #     bash Benchmarks/run-instruction-check.sh --only echo  # the cases whose names match a regex
 #
-# Non-interactive: reads no standard input and asks for no permission. It builds echo-server
-# and http-server in release (the repository's package, `.build/` unless SCRATCH_PATH says
-# otherwise), strips the debug information from copies of them (valgrind 3.19 cannot read
-# Swift 6.3's and gives up on the binary), and runs instruction-check.py, which serves each
-# case from a server under `valgrind --tool=callgrind` to a one-connection ping-pong client and
-# counts the instructions of the server's every thread over 1,000 operations (see that file and
-# Benchmarks/README.md, "Checked thresholds: instructions"). Cases: echo 64 B ping-pong, HTTP
-# GET keep-alive, HTTP GET pipelined ×16; each with completion handlers and with async/await.
+# Non-interactive: reads no standard input and asks for no permission. It builds echo-server,
+# http-server and tcp-proxy in release (the repository's package, `.build/` unless SCRATCH_PATH
+# says otherwise) and the benchmarks' udp-echo-server (the Benchmarks package, `Benchmarks/.build/`
+# unless BENCHMARKS_SCRATCH_PATH says otherwise), strips the debug information from copies of
+# them (valgrind 3.19 cannot read Swift 6.3's and gives up on the binary), and runs
+# instruction-check.py, which serves each case from a server under `valgrind --tool=callgrind`
+# to a one-connection ping-pong client and counts the instructions of the server's every thread
+# over 1,000 operations (see that file and Benchmarks/README.md, "Checked thresholds:
+# instructions"). Cases: echo 64 B ping-pong, HTTP GET keep-alive, HTTP GET pipelined ×16, a
+# static file, each with completion handlers and with async/await; the echo with a strict
+# interval; tcp-proxy forwarding a 64 B ping-pong to echo-server; UDP echo of 64 B datagrams.
 #
 # An instruction count does not depend on the machine's load, unlike time: a count more than
 # TOLERANCE percent above its threshold is a regression, one more than TOLERANCE below is an
@@ -30,6 +33,7 @@
 #   SWIFT_VERSION   the thresholds file to use, Thresholds/instructions/<version>.txt
 #                   (default: major.minor of `swift --version`)
 #   SCRATCH_PATH    the build directory of the repository's package (default: .build)
+#   BENCHMARKS_SCRATCH_PATH   the Benchmarks package's (default: Benchmarks/.build)
 #   TOLERANCE       percent (default: 1)
 #===----------------------------------------------------------------------===#
 
@@ -66,19 +70,25 @@ if [[ " ${extra_arguments[*]} " != *" --update "* && ! -f "$thresholds" ]]; then
     ${update_command}"
 fi
 
+bench_scratch="${BENCHMARKS_SCRATCH_PATH:-Benchmarks/.build}"
 start=$SECONDS
-log "Building echo-server and http-server (release, ${scratch})..."
-for product in echo-server http-server; do
+log "Building echo-server, http-server and tcp-proxy (release, ${scratch}) and udp-echo-server (${bench_scratch})..."
+for product in echo-server http-server tcp-proxy; do
     swift build -c release --scratch-path "$scratch" --product "$product" </dev/null
 done
 bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path </dev/null)"
+swift build -c release --package-path Benchmarks --scratch-path "$bench_scratch" --product udp-echo-server </dev/null
+bench_bin="$(swift build -c release --package-path Benchmarks --scratch-path "$bench_scratch" --show-bin-path </dev/null)"
 log "Built in $((SECONDS - start)) s."
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin"
-for product in echo-server http-server; do
+for product in echo-server http-server tcp-proxy; do
     cp "$bin/$product" "$work/bin/$product"
+done
+cp "$bench_bin/udp-echo-server" "$work/bin/udp-echo-server"
+for product in echo-server http-server tcp-proxy udp-echo-server; do
     strip --strip-debug "$work/bin/$product"
 done
 

@@ -58,8 +58,8 @@ extension LoadEngine {
         case .idle:
             connection.pointee.state = .finished
             self.settled += 1
-        case .stream, .http:
-            break
+        case .stream, .http, .udp:
+            break  // udp: DatagramEngine's
         }
     }
 

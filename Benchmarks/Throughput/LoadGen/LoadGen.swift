@@ -27,9 +27,13 @@ struct LoadGen: ParsableCommand {
             --expect-body-pattern when given (length and every byte).
             idle:     open --connections connections, one --size-byte round trip on each, wait 0.5 s, \
             and report the servers' resident memory before and after.
+            udp:      --connections UDP flows (a connected socket each), --depth datagrams of --size \
+            bytes (16 or more) outstanding per flow, a new one sent per echo. A datagram not echoed \
+            within 5 s is lost: counted, replaced, and the run fails at the end (after waiting \
+            for the outstanding ones).
 
-            Any wrong byte, malformed response, early close, reset, failed connect, or a connection \
-            without progress for 5 s: a message naming the connection and the stream offset on \
+            Any wrong byte, malformed response, early close, reset, failed connect, lost datagram, \
+            or a connection without progress for 5 s: a message naming the connection and the stream offset on \
             standard error, no JSON, exit status 1.
             """
     )
@@ -46,10 +50,10 @@ struct LoadGen: ParsableCommand {
     @Option(help: "Connections.")
     var connections = 64
 
-    @Option(help: "Bytes per echo message (pingpong, idle) or per write (stream); ignored by http.")
+    @Option(help: "Bytes per echo message (pingpong, idle), per write (stream) or per datagram (udp); ignored by http.")
     var size = 64
 
-    @Option(help: "Messages or requests in flight per connection (pingpong, http).")
+    @Option(help: "Messages or requests in flight per connection (pingpong, http), datagrams per flow (udp).")
     var depth = 1
 
     @Option(help: "Seconds of load before the measured window.")
@@ -94,6 +98,12 @@ struct LoadGen: ParsableCommand {
             guard self.expectBody == nil else {
                 throw ValidationError("--expect-body and --expect-body-pattern are exclusive")
             }
+        }
+        if self.mode == .udp {
+            guard (DatagramEngine.headerSize + 4...65_507).contains(self.size) else {
+                throw ValidationError("--size must be in 16...65507 with --mode udp")
+            }
+            guard self.depth <= 64 else { throw ValidationError("--depth must be at most 64 with --mode udp") }
         }
         guard self.streamWindow >= 1 else { throw ValidationError("--stream-window must be at least 1") }
         guard self.httpPath.hasPrefix("/"), !self.httpPath.contains(where: { $0 == " " || $0.isNewline }) else {
@@ -154,6 +164,9 @@ struct LoadGen: ParsableCommand {
                 "\(self.connections) connections need more descriptors than RLIMIT_NOFILE allows (\(limit))"
             )
         }
+        if self.mode == .udp {
+            return try self.measureDatagrams()
+        }
         var engine = try LoadEngine(plan: self.plan)
         if self.mode == .idle {
             return try self.measureIdle(&engine)
@@ -177,6 +190,40 @@ struct LoadGen: ParsableCommand {
             latency: self.mode == .stream ? nil : engine.histogram.summary(),
             serverCPUSeconds: end.serverCPU.map { $0 - start.serverCPU! },
             clientCPUSeconds: end.ownCPU - start.ownCPU
+        )
+    }
+
+    /// UDP: warm-up, the measured window, then the outstanding datagrams drained; any lost
+    /// one fails.
+    private func measureDatagrams() throws(LoadFailure) -> LoadReport {
+        var engine = try DatagramEngine(plan: self.plan)
+        try engine.openAll()
+        try engine.startLoad()
+        try engine.run(until: monotonicNanoseconds() + Self.nanoseconds(self.warmup))
+        let start = Snapshot(servers: self.serverPIDs)
+        engine.recording = true
+        try engine.run(until: start.clock + Self.nanoseconds(self.duration))
+        engine.recording = false
+        let end = Snapshot(servers: self.serverPIDs)
+        try engine.drain()
+        guard engine.lost == 0 else {
+            throw LoadFailure(
+                "\(engine.lost) datagrams lost (not echoed within 5 s; \(engine.late) of them came back later), "
+                    + "\(engine.operations) echoed in the measured window"
+            )
+        }
+        return LoadReport(
+            mode: self.mode.rawValue,
+            connections: self.connections,
+            messageSize: self.size,
+            depth: self.depth,
+            seconds: Double(end.clock - start.clock) / 1e9,
+            operations: engine.operations,
+            bytes: engine.bytes,
+            latency: engine.histogram.summary(),
+            serverCPUSeconds: end.serverCPU.map { $0 - start.serverCPU! },
+            clientCPUSeconds: end.ownCPU - start.ownCPU,
+            datagramsLost: engine.lost
         )
     }
 

@@ -17,6 +17,9 @@ enum LoadMode: String, ExpressibleByArgument, CaseIterable {
     case http
     /// One round trip per connection, then every connection stays open and silent.
     case idle
+    /// UDP echo: `depth` datagrams of `size` bytes outstanding per flow (a connected UDP
+    /// socket each), a new one sent per echo; a datagram not echoed is lost and fails the run.
+    case udp
 }
 
 /// A run's parameters, checked by the command line.
@@ -24,9 +27,10 @@ struct LoadPlan {
     var mode: LoadMode
     var address: SocketAddress
     var connections: Int
-    /// Bytes per echo message (ping-pong, idle) or per write (stream); unused by http.
+    /// Bytes per echo message (ping-pong, idle), per write (stream) or per datagram (udp);
+    /// unused by http.
     var size: Int
-    /// Operations in flight per connection (ping-pong, http).
+    /// Operations in flight per connection (ping-pong, http) or per flow (udp).
     var depth: Int
     /// Streaming: the most bytes sent and not yet echoed, per connection.
     var streamWindow: Int

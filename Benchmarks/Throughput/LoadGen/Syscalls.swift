@@ -148,6 +148,20 @@ enum Syscalls {
         return fd
     }
 
+    /// A nonblocking UDP socket connected to `address`: it sends there with `send`, and
+    /// receives only what comes from there (an ICMP "port unreachable" as ECONNREFUSED).
+    static func openDatagram(to address: SocketAddress) throws(SystemError) -> Int32 {
+        let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let fd = socket(address.family, type, 0)
+        guard fd >= 0 else { throw .current }
+        guard address.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
+            let error = SystemError.current
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
     /// `SO_ERROR`: 0 when the connect `fd` started has succeeded, else why it failed.
     static func pendingError(_ fd: Int32) -> Int32 {
         var error: Int32 = 0

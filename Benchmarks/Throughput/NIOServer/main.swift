@@ -1,8 +1,11 @@
 //===----------------------------------------------------------------------===//
-// RingIO — throughput comparison: the SwiftNIO baselines, an echo server and an HTTP/1.1
-// "Hello, World!" server, on one event loop.
+// RingIO — throughput comparison: the SwiftNIO baselines, on one event loop: an echo server,
+// an HTTP/1.1 "Hello, World!" server, a UDP echo server, and a connect client.
 //
 //   nio-server --protocol echo|http [--api handlers|async] --port P [--host 127.0.0.1]
+//   nio-server --protocol udp-echo [--vector-reads N] --port P [--host 127.0.0.1]
+//   nio-server --protocol connect --port P [--concurrency 32] [--size 64] [--warmup 1]
+//              [--duration 5] [--peer-pid PID …]
 //
 // Written the way NIO's own examples are (NIOEchoServer, NIOHTTP1Server), tuned as NIO's
 // authors would: the default allocator and read settings, flush once per read burst, and for
@@ -10,6 +13,11 @@
 // `--api async` (echo only) is NIO's async/await server as its documentation writes it
 // (NIOCore's "swift-concurrency" article, NIOTCPEchoServer): NIOAsyncChannel connections from
 // `ServerBootstrap.bind`, a task each in a discarding task group.
+// `--protocol udp-echo` is NIO's UDP echo example (NIOUDPEchoServer): a DatagramBootstrap
+// channel whose handler writes every AddressedEnvelope back and flushes once per read burst;
+// `--vector-reads N` is that example's `--enable-gathering-reads` (recvmmsg, N datagrams a
+// call, into one N × 2,048-byte buffer). `--protocol connect` is a client, NIO's echo client
+// (NIOEchoClient) in a loop: see ConnectClient below.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -32,6 +40,10 @@ struct Options {
     enum ServedProtocol: String {
         case echo
         case http
+        /// UDP echo (DatagramBootstrap).
+        case udpEcho = "udp-echo"
+        /// A client (ClientBootstrap): connects to --port, in a loop.
+        case connect
     }
 
     /// How connections are served (the names of RingIO's example servers' `--api`).
@@ -46,6 +58,15 @@ struct Options {
     var api = API.handlers
     var host = "127.0.0.1"
     var port: Int?
+    /// udp-echo: datagrams per `recvmmsg` (0: NIO's default, one `recvmsg` per datagram).
+    var vectorReads = 0
+    /// connect: connections under way at once, bytes per exchange, the warm-up and the
+    /// measured window (seconds), and the echo server's processes.
+    var concurrency = 32
+    var size = 64
+    var warmup = 1.0
+    var duration = 5.0
+    var peerPIDs: [pid_t] = []
 
     /// Parses `arguments` (without the program name); on bad input prints why and exits 2.
     static func parse(_ arguments: [String]) -> Options {
@@ -67,12 +88,29 @@ struct Options {
                 var address = in_addr()
                 guard inet_pton(AF_INET, value, &address) == 1 else { usage("--host must be an IPv4 address") }
                 options.host = value
+            case "--vector-reads":
+                guard let count = Int(value), (0...1024).contains(count) else {
+                    usage("--vector-reads must be a number from 0 to 1024")
+                }
+                options.vectorReads = count
+            case "--concurrency", "--size":
+                guard let number = Int(value), number >= 1 else { usage("\(option) must be at least 1") }
+                if option == "--concurrency" { options.concurrency = number } else { options.size = number }
+            case "--warmup", "--duration":
+                guard let seconds = Double(value), seconds >= 0 else { usage("\(option) must be a number of seconds") }
+                if option == "--warmup" { options.warmup = seconds } else { options.duration = seconds }
+            case "--peer-pid":
+                guard let pid = pid_t(value) else { usage("--peer-pid must be a process id") }
+                options.peerPIDs.append(pid)
             default:
                 usage("unknown option \(option)")
             }
         }
         guard options.servedProtocol != nil else { usage("--protocol is required") }
         guard options.port != nil else { usage("--port is required") }
+        guard options.servedProtocol != .connect || (options.port! > 0 && options.duration > 0) else {
+            usage("--protocol connect needs the echo server's --port and a positive --duration")
+        }
         guard options.api == .handlers || options.servedProtocol == .echo else {
             usage("--api async serves --protocol echo only")
         }
@@ -87,7 +125,9 @@ func printError(_ message: String) {
 
 func usage(_ message: String) -> Never {
     printError(
-        "\(message)\nusage: nio-server --protocol echo|http [--api handlers|async] --port P [--host 127.0.0.1]"
+        "\(message)\nusage: nio-server --protocol echo|http|udp-echo|connect [--api handlers|async] "
+            + "[--vector-reads N] --port P [--host 127.0.0.1] [--concurrency N] [--size N] [--warmup S] "
+            + "[--duration S] [--peer-pid PID]"
     )
     exit(2)
 }
@@ -269,6 +309,190 @@ final class HelloHandler: ChannelInboundHandler {
     }
 }
 
+// MARK: - UDP echo
+
+/// Writes every datagram back to where it came from (an `AddressedEnvelope` written as it
+/// came is addressed to its sender) and flushes once per read burst: NIO's UDP echo example.
+final class DatagramEchoHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.write(data, promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A send to a sender that went away (ECONNREFUSED from its ICMP) drops that datagram,
+        // as UDP may; the channel goes on.
+    }
+}
+
+/// `--protocol udp-echo`: binds, announces, serves until SIGINT/SIGTERM.
+func runUDPEcho(_ group: MultiThreadedEventLoopGroup, _ options: Options) -> Never {
+    var bootstrap = DatagramBootstrap(group: group)
+        .channelOption(.socketOption(.so_reuseaddr), value: 1)
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(DatagramEchoHandler())
+            }
+        }
+    if options.vectorReads > 0 {
+        bootstrap = bootstrap.channelOption(.datagramVectorReadMessageCount, value: options.vectorReads)
+            .channelOption(
+                .recvAllocator,
+                value: FixedSizeRecvByteBufferAllocator(capacity: options.vectorReads * 2048)
+            )
+    }
+    let channel: any Channel
+    do {
+        channel = try bootstrap.bind(host: options.host, port: options.port!).wait()
+    } catch {
+        printError("cannot bind \(options.host):\(options.port!): \(error)")
+        exit(1)
+    }
+    announce(channel, options)
+    try? channel.closeFuture.wait()
+    exit(0)
+}
+
+// MARK: - Connect client
+
+/// One connection of the connect client, NIO's echo client (NIOEchoClient) as a loop step:
+/// on `channelActive` it writes the message, reads it back, checks it, closes, and the close
+/// starts the next connection. Created by the bootstrap's initializer as the connect starts.
+final class ConnectExchangeHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let client: ConnectClient
+    private let started = monotonicNanoseconds()
+    private var received: ByteBuffer
+    private var done = false
+
+    init(client: ConnectClient) {
+        self.client = client
+        self.received = ByteBuffer()
+        self.received.reserveCapacity(client.message.readableBytes)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(Self.wrapOutboundOut(self.client.message), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = Self.unwrapInboundIn(data)
+        self.received.writeBuffer(&buffer)
+        guard !self.done, self.received.readableBytes >= self.client.message.readableBytes else { return }
+        self.done = true
+        if self.received != self.client.message {
+            self.client.measurement.fail("the echo differs from the bytes sent")
+        } else {
+            self.client.measurement.completed(startedAt: self.started)
+        }
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !self.done {
+            self.done = true
+            self.client.measurement.fail(
+                "\(self.received.readableBytes) bytes came back of \(self.client.message.readableBytes) (closed early)"
+            )
+        }
+        // The next connection, on this event loop.
+        self.client.next()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !self.done {
+            self.done = true
+            self.client.measurement.fail("the exchange failed: \(error)")
+        }
+        context.close(promise: nil)
+    }
+}
+
+/// `--protocol connect`: `concurrency` connections under way on the one event loop, each
+/// connect (ClientBootstrap, by address: no name to resolve) → write → read back → close;
+/// each one's end starts the next. Prints one LoadReport (JSON) of its own CPU time per
+/// connection (ConnectMeasurement), as RingIO's connect-client does.
+final class ConnectClient: @unchecked Sendable {
+    // @unchecked: `bootstrap` is set once in `start`, before the first connect is scheduled on
+    // the event loop (which orders it before every read); the rest is immutable or Sendable.
+    let message: ByteBuffer
+    let measurement: ConnectMeasurement
+    private let address: NIOCore.SocketAddress
+    private let eventLoop: any EventLoop
+    private var bootstrap: ClientBootstrap?
+
+    init(address: NIOCore.SocketAddress, eventLoop: any EventLoop, size: Int, loops: Int) {
+        self.address = address
+        self.eventLoop = eventLoop
+        self.message = ByteBuffer(bytes: (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 1) })
+        self.measurement = ConnectMeasurement(loops: loops)
+    }
+
+    func start(loops: Int) {
+        self.bootstrap = ClientBootstrap(group: self.eventLoop)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ConnectExchangeHandler(client: self))
+                }
+            }
+        self.eventLoop.execute {
+            for _ in 0..<loops { self.next() }
+        }
+    }
+
+    /// A new connection, unless the measurement is over. On the event loop.
+    func next() {
+        guard self.measurement.goesOn else { return self.measurement.loopEnded() }
+        self.bootstrap!.connect(to: self.address).whenFailure { error in
+            self.measurement.fail("connect to \(self.address): \(error)")
+            self.measurement.loopEnded()
+        }
+    }
+}
+
+/// Runs the connect client, prints its report, exits.
+func runConnectClient(_ group: MultiThreadedEventLoopGroup, _ options: Options) -> Never {
+    let address: NIOCore.SocketAddress
+    do {
+        address = try NIOCore.SocketAddress(ipAddress: options.host, port: options.port!)
+    } catch {
+        usage("--host: \(error)")
+    }
+    let client = ConnectClient(
+        address: address,
+        eventLoop: group.next(),
+        size: options.size,
+        loops: options.concurrency
+    )
+    client.start(loops: options.concurrency)
+    let result = client.measurement.run(
+        warmup: options.warmup,
+        duration: options.duration,
+        concurrency: options.concurrency,
+        size: options.size,
+        peers: options.peerPIDs
+    )
+    switch result {
+    case .success(let report):
+        print(report.jsonLine)
+        fflush(nil)
+        exit(0)
+    case .failure(let failure):
+        printError("\(failure)")
+        exit(1)
+    }
+}
+
 // MARK: - Main
 
 /// Raises the soft limit on open files to the hard limit (the harness holds 10,000 connections).
@@ -306,6 +530,11 @@ func run(_ options: Options) -> Never {
     if options.api == .async {
         runAsyncEcho(group, options)
     }
+    switch options.servedProtocol! {
+    case .udpEcho: runUDPEcho(group, options)
+    case .connect: runConnectClient(group, options)
+    case .echo, .http: break
+    }
     let served = options.servedProtocol!
     let cache = try! group.next().submit { ResponseHeadCache.make(on: group.next()) }.wait()
 
@@ -321,6 +550,8 @@ func run(_ options: Options) -> Never {
                 case .http:
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(HelloHandler(cache: cache.value))
+                case .udpEcho, .connect:
+                    preconditionFailure("served above")
                 }
             }
         }

@@ -14,7 +14,7 @@ enum RatioChart {
         "ringio-async": "#72b7b2", "uring": "#4c78a8", "nio": "#f58518", "nio-async": "#ffbf79",
         "dispatch": "#e45756", "nginx": "#54a24b", "hummingbird": "#b279a2", "dispatchio": "#e45756",
         "fio": "#4c78a8", "ringio-epoll": "#9d755d", "ringio-async-epoll": "#d8b5a5",
-        "ringio-interval-epoll": "#bab0ac",
+        "ringio-interval-epoll": "#bab0ac", "haproxy": "#54a24b", "nio-recvmmsg": "#ffbf79",
     ]
     static let width = 960.0
     static let labelWidth = 330.0

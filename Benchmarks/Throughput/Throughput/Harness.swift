@@ -25,6 +25,8 @@ struct HarnessOptions {
     var nginxOpenFileCache = false
     var wrk: String?
     var fio: String?
+    /// HAProxy, the proxies' peer (`nil`: not installed).
+    var haproxy: String? = nil
     /// The engines RingIO's servers and file reader run on (`--backend`), each a row of its own.
     var backends: [Backend] = [.ioUring]
 }
@@ -39,6 +41,8 @@ final class Harness {
     private let echoServers: [ServerSpec]
     private let httpServers: [ServerSpec]
     private let staticServers: [ServerSpec]
+    private let udpServers: [ServerSpec]
+    private let connectClients: [ServerSpec]
     private let fileReaders: [ServerSpec]
     private(set) var workloads: [WorkloadResult] = []
     private(set) var memory: [MemoryResult] = []
@@ -57,8 +61,11 @@ final class Harness {
             options.backends
         )
         let fileReaders = Plan.onBackends(Plan.fileReaders(fio: options.fio), options.backends)
+        let udpServers = Plan.onBackends(Plan.udpServers, options.backends)
+        let connectClients = Plan.onBackends(Plan.connectClients, options.backends)
         (self.echoServers, self.httpServers) = (echoServers, httpServers)
         (self.staticServers, self.fileReaders) = (staticServers, fileReaders)
+        (self.udpServers, self.connectClients) = (udpServers, connectClients)
         let repeats = options.timing.repeats
         var total = 0
         if options.groups.contains(.echo) {
@@ -75,6 +82,21 @@ final class Harness {
             for workload in Self.selected(Plan.staticFileWorkloads(wrk: options.wrk != nil), options) {
                 total += workload.servers(of: staticServers).count * repeats
             }
+        }
+        if options.groups.contains(.udp) {
+            for workload in Self.selected(Plan.udpWorkloads, options) {
+                total += workload.servers(of: udpServers).count * repeats
+            }
+        }
+        if options.groups.contains(.proxy) {
+            // The proxies' count does not depend on the upstream's port.
+            let proxies = Plan.onBackends(Plan.proxyServers(upstream: 0, haproxy: options.haproxy), options.backends)
+            for workload in Self.selected(Plan.proxyWorkloads, options) {
+                total += workload.servers(of: proxies).count * repeats
+            }
+        }
+        if options.groups.contains(.connect), !Self.selected([Plan.connectWorkload], options).isEmpty {
+            total += connectClients.count * repeats
         }
         if options.groups.contains(.file), options.workloads?.contains(Plan.fileWorkload.key) ?? true {
             total += fileReaders.count * repeats
@@ -134,6 +156,19 @@ final class Harness {
                 servers: self.staticServers,
                 workloads: workloads
             )
+        }
+        if self.options.groups.contains(.udp) {
+            try self.runServerGroup(
+                .udp,
+                servers: self.udpServers,
+                workloads: Self.selected(Plan.udpWorkloads, self.options)
+            )
+        }
+        if self.options.groups.contains(.proxy) {
+            try self.runProxies(Self.selected(Plan.proxyWorkloads, self.options))
+        }
+        if self.options.groups.contains(.connect), !Self.selected([Plan.connectWorkload], self.options).isEmpty {
+            self.runConnects(Plan.connectWorkload)
         }
         if self.options.groups.contains(.file), self.options.workloads?.contains(Plan.fileWorkload.key) ?? true {
             if self.options.fio == nil { self.notes.append("fio is not installed: the file read has no fio row.") }
@@ -207,6 +242,127 @@ final class Harness {
         self.memory += memory
     }
 
+    /// The proxy group: the upstream echo server first (pinned with the proxies; its CPU is not
+    /// counted), then the proxies forwarding to it, as any server group.
+    private func runProxies(_ workloads: [Workload]) throws {
+        guard !workloads.isEmpty else { return }
+        if self.options.haproxy == nil {
+            self.notes.append("HAProxy is not installed: the proxy rows have no HAProxy.")
+        }
+        self.notes.append(
+            "TCP proxy: the load generator → the proxy → the C liburing echo server (pinned to the proxies' CPU; "
+                + "its CPU is not counted): server CPU is the proxy's per forwarded round trip. RingIO: "
+                + "`tcp-proxy --rings 1` (Examples/TCPProxy); HAProxy: TCP mode, `nbthread 1`, its defaults otherwise."
+        )
+        let upstream: RunningServer
+        do {
+            upstream = try RunningServer(
+                Plan.proxyUpstream,
+                binaries: self.binaries,
+                cpu: self.options.serverCPU,
+                scratch: self.options.scratch
+            )
+        } catch {
+            self.log("proxy upstream: \(error)")
+            self.failAll(workloads, servers: Plan.proxyServers(upstream: 0, haproxy: self.options.haproxy), "\(error)")
+            return
+        }
+        defer { upstream.stop() }
+        let proxies = Plan.onBackends(
+            Plan.proxyServers(upstream: upstream.port, haproxy: self.options.haproxy),
+            self.options.backends
+        )
+        try self.runServerGroup(.proxy, servers: proxies, workloads: workloads)
+    }
+
+    /// Every run of `workloads` on `servers` failed with `reason` (what they needed did not start).
+    private func failAll(_ workloads: [Workload], servers: [ServerSpec], _ reason: String) {
+        let specs = Plan.onBackends(servers, self.options.backends)
+        for workload in workloads {
+            var result = WorkloadResult(
+                key: workload.key,
+                title: workload.title,
+                group: workload.group,
+                primary: workload.primary,
+                operation: workload.operation,
+                cpuUnit: workload.cpuUnit,
+                servers: workload.servers(of: specs).map { ServerResult(key: $0.key, name: $0.name) }
+            )
+            for index in result.servers.indices { result.servers[index].failures.append(reason) }
+            self.workloads.append(result)
+        }
+    }
+
+    // MARK: Connect clients
+
+    /// The connect clients, each run to its end per repetition (A B C A B C …) pinned to the
+    /// servers' CPU, against the C echo server on the load generator's CPU. The client reports
+    /// its own CPU time per connection (and the echo server's, as the other side's).
+    private func runConnects(_ workload: Workload) {
+        guard case .connects(let concurrency, let size) = workload.kind else { return }
+        self.notes.append(
+            "Connects: the client is the process measured (pinned to CPU \(self.options.serverCPU)); it keeps "
+                + "\(concurrency) connections under way, each connect (by address) → \(size) B written and read "
+                + "back → close, against the C liburing echo server on CPU \(self.options.clientCPU). "
+                + "\"server CPU\" is the client's CPU per connection."
+        )
+        let specs = workload.servers(of: self.connectClients)
+        var result = WorkloadResult(
+            key: workload.key,
+            title: workload.title,
+            group: .connect,
+            primary: workload.primary,
+            operation: workload.operation,
+            cpuUnit: workload.cpuUnit,
+            servers: specs.map { ServerResult(key: $0.key, name: $0.name) }
+        )
+        let echo: RunningServer
+        do {
+            echo = try RunningServer(
+                Plan.connectEchoServer,
+                binaries: self.binaries,
+                cpu: self.options.clientCPU,
+                scratch: self.options.scratch
+            )
+        } catch {
+            self.log("connect echo server: \(error)")
+            for index in result.servers.indices { result.servers[index].failures.append("\(error)") }
+            self.workloads.append(result)
+            return
+        }
+        defer { echo.stop() }
+        for repetition in 0..<self.options.timing.repeats {
+            for (index, spec) in specs.enumerated() {
+                self.done += 1
+                self.record(workload, spec, repetition, into: &result.servers[index]) {
+                    guard echo.process.isRunning else {
+                        throw HarnessError("the echo server has exited (status \(echo.process.terminationStatus))")
+                    }
+                    var arguments =
+                        spec.arguments(self.binaries, echo.port, self.options.scratch) + [
+                            "--concurrency", "\(concurrency)", "--size", "\(size)",
+                            "--warmup", "\(self.options.timing.warmup)", "--duration",
+                            "\(self.options.timing.duration)",
+                        ]
+                    for pid in echo.pids { arguments += ["--peer-pid", "\(pid)"] }
+                    let output = try runToCompletion(
+                        arguments,
+                        cpu: self.options.serverCPU,
+                        timeout: self.options.timing.warmup + self.options.timing.duration + 60,
+                        logDirectory: self.options.scratch,
+                        environment: spec.environment
+                    )
+                    let report = try JSONDecoder().decode(LoadReport.self, from: Data(output.utf8))
+                    guard report.operations > 0, report.seconds > 0 else {
+                        throw HarnessError("no connection completed in the measured window")
+                    }
+                    return Self.sample(report, repetition: repetition)
+                }
+            }
+        }
+        self.workloads.append(result)
+    }
+
     private func measure(_ workload: Workload, on server: RunningServer, repetition: Int) throws -> Sample {
         switch workload.kind {
         case .loadgen(let mode, let connections, let size, let depth):
@@ -260,8 +416,8 @@ final class Harness {
                 bodyBytes: bytes,
                 repetition: repetition
             )
-        case .file:
-            preconditionFailure("file reads are not server workloads")
+        case .file, .connects:
+            preconditionFailure("file reads and connect clients are not server workloads")
         }
     }
 

@@ -28,6 +28,14 @@ struct ServerSpec: Sendable {
     var backend: Backend? = nil
     /// Set in its environment, over the harness's own (`RINGIO_BACKEND` for RingIO's servers).
     var environment: [String: String] = [:]
+    /// How the harness tells that it is up: it accepts TCP connections on its port, or (a UDP
+    /// server) it echoes a datagram sent there.
+    var transport = Transport.tcp
+
+    enum Transport: Sendable {
+        case tcp
+        case udp
+    }
 
     /// This RingIO server on `backend`: its key and name with the engine's suffix (none on
     /// io_uring, the reference rows), `RINGIO_BACKEND` in its environment.
@@ -63,10 +71,17 @@ struct Binaries: Sendable {
     func path(_ name: String) -> String { "\(self.directory)/\(name)" }
 }
 
-enum WorkloadGroup: String, Codable, Sendable {
-    case echo, http, file
+enum WorkloadGroup: String, Codable, Sendable, CaseIterable {
+    case echo, http
     /// Static files over HTTP (`--only static`): RingIO's http-server with `--root` beside nginx.
     case staticFiles = "static"
+    /// UDP echo servers (`--only udp`).
+    case udp
+    /// TCP proxies between the load generator and the C echo server (`--only proxy`).
+    case proxy
+    /// Connect clients against the C echo server: the clients are measured (`--only connect`).
+    case connect
+    case file
 }
 
 /// How a workload loads a server.
@@ -79,6 +94,10 @@ enum WorkloadKind: Sendable {
     /// document root, by the load generator checking every body's length and bytes; with `wrk`,
     /// that check doubles as the warm-up and wrk (one thread) measures.
     case staticFile(file: String, bytes: Int, connections: Int, wrk: Bool)
+    /// Connect clients, each `concurrency` connections under way (connect, `size` bytes out and
+    /// back, close), against the C echo server on the load generator's CPU: the client is the
+    /// process measured.
+    case connects(concurrency: Int, size: Int)
     /// A whole warm-cache file read.
     case file
 }
@@ -291,6 +310,110 @@ enum Plan {
         return readers
     }
 
+    /// The UDP echo servers: RingIO's (handlers on the ring, and async), the C liburing one,
+    /// SwiftNIO's (NIO's example, and the same with its gathering reads: `recvmmsg` of 30).
+    static let udpServers: [ServerSpec] = [
+        ServerSpec(
+            key: "ringio",
+            name: "RingIO",
+            ringIO: true,
+            arguments: { binaries, port, _ in
+                [binaries.path("udp-echo-server"), "--port", "\(port)", "--rings", "1", "--api", "handlers"]
+            },
+            transport: .udp
+        ),
+        ServerSpec(
+            key: "ringio-async",
+            name: "RingIO async",
+            ringIO: true,
+            arguments: { binaries, port, _ in
+                [binaries.path("udp-echo-server"), "--port", "\(port)", "--rings", "1", "--api", "async"]
+            },
+            transport: .udp
+        ),
+        ServerSpec(
+            key: "uring",
+            name: "C liburing",
+            arguments: { binaries, port, _ in [binaries.path("uring-udp-echo-server"), "--port", "\(port)"] },
+            transport: .udp
+        ),
+        ServerSpec(
+            key: "nio",
+            name: "SwiftNIO",
+            arguments: { binaries, port, _ in
+                [binaries.path("nio-server"), "--protocol", "udp-echo", "--port", "\(port)"]
+            },
+            transport: .udp
+        ),
+        ServerSpec(
+            key: "nio-recvmmsg",
+            name: "SwiftNIO, recvmmsg ×30",
+            arguments: { binaries, port, _ in
+                [
+                    binaries.path("nio-server"), "--protocol", "udp-echo", "--vector-reads", "30", "--port",
+                    "\(port)",
+                ]
+            },
+            transport: .udp
+        ),
+    ]
+
+    /// The upstream of the proxies: the C liburing echo server (pinned with them).
+    static let proxyUpstream = ServerSpec(key: "upstream", name: "C liburing echo (upstream)") { binaries, port, _ in
+        [binaries.path("uring-echo-server"), "--port", "\(port)"]
+    }
+
+    /// The TCP proxies, forwarding to the echo server on `upstream`: RingIO's tcp-proxy (one
+    /// ring) and HAProxy (TCP mode, one thread) when installed.
+    static func proxyServers(upstream: Int, haproxy: String?) -> [ServerSpec] {
+        var servers = [
+            ServerSpec(key: "ringio", name: "RingIO", ringIO: true) { binaries, port, _ in
+                [
+                    binaries.path("tcp-proxy"), "--port", "\(port)", "--upstream", "127.0.0.1:\(upstream)", "--rings",
+                    "1",
+                ]
+            }
+        ]
+        if let haproxy {
+            servers.append(
+                ServerSpec(
+                    key: "haproxy",
+                    name: "HAProxy",
+                    arguments: { _, port, scratch in
+                        [haproxy, "-db", "-f", "\(scratch)/haproxy-\(port)/haproxy.cfg"]
+                    },
+                    prepare: { port, scratch in
+                        try HAProxyConfiguration.write(
+                            port: port,
+                            upstream: upstream,
+                            directory: "\(scratch)/haproxy-\(port)"
+                        )
+                    }
+                )
+            )
+        }
+        return servers
+    }
+
+    /// The connect clients; their port is the echo server's. The harness adds the
+    /// concurrency, the size, the timing and the echo server's pid.
+    static let connectClients: [ServerSpec] = [
+        ServerSpec(key: "ringio", name: "RingIO", ringIO: true) { binaries, port, _ in
+            [binaries.path("connect-client"), "--port", "\(port)", "--api", "handlers"]
+        },
+        ServerSpec(key: "ringio-async", name: "RingIO async", ringIO: true) { binaries, port, _ in
+            [binaries.path("connect-client"), "--port", "\(port)", "--api", "async"]
+        },
+        ServerSpec(key: "nio", name: "SwiftNIO") { binaries, port, _ in
+            [binaries.path("nio-server"), "--protocol", "connect", "--port", "\(port)"]
+        },
+    ]
+
+    /// The echo server the connect clients dial (on the load generator's CPU).
+    static let connectEchoServer = ServerSpec(key: "echo", name: "C liburing echo") { binaries, port, _ in
+        [binaries.path("uring-echo-server"), "--port", "\(port)"]
+    }
+
     static let echoWorkloads: [Workload] = [
         Workload(
             key: "echo-64B",
@@ -394,6 +517,58 @@ enum Plan {
         }
     }
 
+    /// UDP echo, 64 flows with one datagram outstanding each (as the TCP echo's 64 ping-pong
+    /// connections), at 64 B and 1,400 B (a datagram that fits an Ethernet MTU).
+    static let udpWorkloads: [Workload] = [64, 1_400].map { size in
+        Workload(
+            key: "udp-\(size)B",
+            title: "UDP echo \(size == 64 ? "64" : "1,400") B, 64 flows, 1 outstanding each",
+            group: .udp,
+            kind: .loadgen(mode: "udp", connections: 64, size: size, depth: 1),
+            primary: .operations,
+            operation: "datagram"
+        )
+    }
+
+    /// The proxies between the load generator and the echo server: ping-pong at 64 B and
+    /// 64 KiB, and streaming.
+    static let proxyWorkloads: [Workload] = [
+        Workload(
+            key: "proxy-64B",
+            title: "TCP proxy, echo 64 B ping-pong, 64 connections",
+            group: .proxy,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 64, depth: 1),
+            primary: .operations,
+            operation: "round trip"
+        ),
+        Workload(
+            key: "proxy-64KiB",
+            title: "TCP proxy, echo 64 KiB ping-pong, 64 connections",
+            group: .proxy,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 65536, depth: 1),
+            primary: .megabytes,
+            operation: "round trip"
+        ),
+        Workload(
+            key: "proxy-stream",
+            title: "TCP proxy, echo streaming 64 KiB writes, 8 connections",
+            group: .proxy,
+            kind: .loadgen(mode: "stream", connections: 8, size: 65536, depth: 1),
+            primary: .megabytes,
+            operation: "64 KiB"
+        ),
+    ]
+
+    /// Connects: 32 at a time, each a 64-byte exchange with the echo server, then closed.
+    static let connectWorkload = Workload(
+        key: "connect",
+        title: "Connects: connect, 64 B out and back, close; 32 at a time (client CPU)",
+        group: .connect,
+        kind: .connects(concurrency: 32, size: 64),
+        primary: .operations,
+        operation: "connection"
+    )
+
     static let fileWorkload = Workload(
         key: "file-read",
         title: "File read, warm cache",
@@ -432,6 +607,36 @@ enum StaticFiles {
                 throw HarnessError("cannot write \(directory)/\(file.name)")
             }
         }
+    }
+}
+
+/// HAProxy in TCP mode with one thread, forwarding every connection to the echo server on
+/// loopback: what its documentation's simplest TCP proxy is, its defaults otherwise (16 KiB
+/// buffers, no splicing, no logging).
+enum HAProxyConfiguration {
+    static func write(port: Int, upstream: Int, directory: String) throws {
+        let text = """
+            global
+                nbthread 1
+                maxconn 4096
+                pidfile \(directory)/haproxy.pid
+
+            defaults
+                mode tcp
+                timeout connect 5s
+                timeout client 300s
+                timeout server 300s
+
+            frontend proxy
+                bind 127.0.0.1:\(port)
+                default_backend upstream
+
+            backend upstream
+                server echo 127.0.0.1:\(upstream)
+
+            """
+        try makeDirectory(directory)
+        try writeFile("\(directory)/haproxy.cfg", text)
     }
 }
 

@@ -37,9 +37,10 @@ func findExecutable(_ name: String) -> String? {
     return nil
 }
 
-/// A free TCP port on 127.0.0.1 (bound to port 0, read back, released).
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+/// A free TCP (or UDP) port on 127.0.0.1 (bound to port 0, read back, released).
+func freePort(_ transport: ServerSpec.Transport = .tcp) throws -> Int {
+    let type = transport == .tcp ? SOCK_STREAM : SOCK_DGRAM
+    let fd = socket(AF_INET, Int32(type.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket: errno \(errno)") }
     defer { close(fd) }
     var address = sockaddr_in()
@@ -70,6 +71,30 @@ func isAccepting(port: Int) -> Bool {
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
         }
     }
+}
+
+/// Whether something on UDP 127.0.0.1:`port` echoes a datagram: one sent from a connected
+/// socket comes back within 100 ms.
+func isEchoingDatagrams(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+    var probe: [UInt8] = Array("ready?".utf8)
+    guard connected, send(fd, &probe, probe.count, 0) == probe.count else { return false }
+    var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    guard poll(&descriptor, 1, 100) == 1 else { return false }
+    var answer = [UInt8](repeating: 0, count: 64)
+    return recv(fd, &answer, answer.count, Int32(MSG_DONTWAIT)) == probe.count
+        && answer.prefix(probe.count).elementsEqual(probe)
 }
 
 /// The environment `pid` started with (/proc/<pid>/environ: NUL-separated `NAME=value`), or
@@ -181,7 +206,7 @@ final class RunningServer {
 
     init(_ spec: ServerSpec, binaries: Binaries, cpu: Int, scratch: String) throws {
         self.spec = spec
-        self.port = try freePort()
+        self.port = try freePort(spec.transport)
         try spec.prepare?(self.port, scratch)
         self.logPath = "\(scratch)/\(spec.key)-\(self.port).log"
         (self.process, _) = try launch(
@@ -192,7 +217,8 @@ final class RunningServer {
             environment: spec.environment
         )
         let deadline = monotonicSeconds() + 20
-        while !isAccepting(port: self.port) {
+        let isUp = spec.transport == .tcp ? isAccepting(port:) : isEchoingDatagrams(port:)
+        while !isUp(self.port) {
             guard self.process.isRunning else {
                 throw HarnessError(
                     "\(spec.name) exited before accepting (status \(self.process.terminationStatus)); see \(self.logPath).stderr"
@@ -200,7 +226,8 @@ final class RunningServer {
             }
             guard monotonicSeconds() < deadline else {
                 self.stop()
-                throw HarnessError("\(spec.name) did not accept connections on port \(self.port) within 20 s")
+                let what = spec.transport == .tcp ? "accept connections" : "echo a datagram"
+                throw HarnessError("\(spec.name) did not \(what) on port \(self.port) within 20 s")
             }
             usleep(20_000)
         }

@@ -294,6 +294,37 @@ extension RunReport {
                 )
             }
         }
+        // Both ends of a connection: datagrams, the proxy, connects.
+        for (workload, label) in [("udp-64B", "UDP echo 64 B"), ("udp-1400B", "UDP echo 1,400 B")] {
+            add(
+                "\(label): RingIO's server CPU per datagram ≤ 1.1× the C liburing UDP server's",
+                self.measured(workload, "uring", cpu: true, inverted: true),
+                { "RingIO uses \(Format.ratio($0)) the C server's CPU" },
+                { $0 <= 1.1 }
+            )
+            add(
+                "\(label): RingIO's server CPU per datagram ≤ 0.7× SwiftNIO's (DatagramBootstrap)",
+                self.measured(workload, "nio", cpu: true, inverted: true),
+                { "RingIO uses \(Format.ratio($0)) SwiftNIO's CPU" },
+                { $0 <= 0.7 }
+            )
+        }
+        for (workload, label) in [
+            ("proxy-64B", "TCP proxy 64 B ping-pong"), ("proxy-64KiB", "TCP proxy 64 KiB ping-pong"),
+        ] {
+            add(
+                "\(label): RingIO's proxy CPU per forwarded round trip ≤ 0.8× HAProxy's (one thread)",
+                self.measured(workload, "haproxy", cpu: true, inverted: true),
+                { "RingIO uses \(Format.ratio($0)) HAProxy's CPU" },
+                { $0 <= 0.8 }
+            )
+        }
+        add(
+            "Connects: RingIO's client CPU per connection ≤ 0.8× SwiftNIO's (ClientBootstrap)",
+            self.measured("connect", "nio", cpu: true, inverted: true),
+            { "RingIO uses \(Format.ratio($0)) SwiftNIO's CPU" },
+            { $0 <= 0.8 }
+        )
         add(
             "File read, warm cache: RingIO ≥ 0.9× fio io_uring's MB/s",
             self.measured("file-read", "fio", cpu: false, inverted: true),
@@ -312,7 +343,7 @@ extension RunReport {
 
     var markdown: String {
         var text = """
-            # Throughput: RingIO beside SwiftNIO, Hummingbird, Dispatch, a C liburing server, nginx and fio
+            # Throughput: RingIO beside SwiftNIO, Hummingbird, Dispatch, C liburing servers, nginx, HAProxy and fio
 
             - Command: `\(self.command)`
             - Machine: \(self.machine.cpu), \(self.machine.cpus) CPUs, \(Format.figure(self.machine.memoryGiB)) GiB, \
@@ -370,25 +401,28 @@ extension RunReport {
         }
         text += self.besideSwiftNIO
         text += "\n## Memory\n\n"
-        text +=
-            "| server | peak resident, echo workloads | peak resident, HTTP workloads | peak resident, static files | per idle connection |\n"
-        text += "|---|---|---|---|---|\n"
+        // A column per group whose servers ran (the connect clients run to their end: none).
+        let groups: [(WorkloadGroup, String)] = [
+            (.echo, "echo workloads"), (.http, "HTTP workloads"), (.staticFiles, "static files"),
+            (.udp, "UDP echo"), (.proxy, "proxies"),
+        ].filter { group, _ in self.memory.contains { $0.group == group } }
+        text += "| server | " + groups.map { "peak resident, \($0.1) | " }.joined() + "per idle connection |\n"
+        text += "|---|" + String(repeating: "---|", count: groups.count) + "---|\n"
         var names: [(String, String)] = []
         for entry in self.memory where !names.contains(where: { $0.0 == entry.key }) {
             names.append((entry.key, entry.name))
         }
         for (key, name) in names {
             let echo = self.memory.first { $0.key == key && $0.group == .echo }
-            let http = self.memory.first { $0.key == key && $0.group == .http }
-            let files = self.memory.first { $0.key == key && $0.group == .staticFiles }
             let idle: String
             if let perConnection = echo?.idleBytesPerConnection, let count = echo?.idleConnections {
                 idle = "\(Format.bytes(perConnection)) (\(Format.grouped(Double(count))) open)"
             } else {
                 idle = echo?.failure.map { "failed: \(Self.oneLine($0))" } ?? "–"
             }
-            let peaks = [echo, http, files].map { entry in
-                entry?.peakResidentBytes.map { Format.bytes(Double($0)) } ?? "–"
+            let peaks = groups.map { group, _ in
+                self.memory.first { $0.key == key && $0.group == group }?.peakResidentBytes
+                    .map { Format.bytes(Double($0)) } ?? "–"
             }
             text += "| \(name) | \(peaks.joined(separator: " | ")) | \(idle) |\n"
         }
@@ -462,8 +496,10 @@ extension RunReport {
         for workload in self.workloads {
             let bound = workload.servers.filter(\.isClientBound)
             if !bound.isEmpty {
+                // For connects the other end is the echo server, on the load generator's core.
+                let side = workload.group == .connect ? "the echo server's core" : "the load generator's core"
                 notes.append(
-                    "\(workload.title): the load generator's core was saturated for "
+                    "\(workload.title): \(side) was saturated for "
                         + bound.map(\.name).joined(separator: ", ")
                         + ": compare server CPU per operation rather than throughput."
                 )

@@ -22,13 +22,13 @@ struct Throughput: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "throughput",
         abstract:
-            "RingIO's servers (echo, HTTP, static files) and file reads beside SwiftNIO, Hummingbird, Dispatch, a C liburing server, nginx and fio.",
+            "RingIO's servers (echo, HTTP, static files, UDP echo), proxy, connects and file reads beside SwiftNIO, Hummingbird, Dispatch, C liburing servers, nginx, HAProxy and fio.",
         discussion: """
             Starts every server pinned to one CPU and the load generator (or wrk, fio) on another, \
             runs each workload on the servers in turn (A B C A B C …), repeats, and writes a table of \
             medians with min–max and ratios to RingIO (Markdown, JSON, an SVG chart) to the output \
-            folder. Full run: about 19 minutes; --quick: about 3; --smoke: proves every piece works.
-            nginx, wrk and fio join when installed (apt-get install -y nginx wrk fio).
+            folder. Full run: about 25 minutes; --quick: about 4; --smoke: proves every piece works.
+            nginx, wrk, HAProxy and fio join when installed (apt-get install -y nginx wrk haproxy fio).
             """
     )
 
@@ -50,14 +50,21 @@ struct Throughput: ParsableCommand {
     @Option(help: "Idle connections for the memory figure (overrides the timing's).")
     var idleConnections: Int?
 
-    @Option(help: "Which groups to run, comma-separated: echo, http, static (static files over HTTP), file.")
-    var only: String = "echo,http,static,file"
+    @Option(
+        help: """
+            Which groups to run, comma-separated: echo, http, static (static files over HTTP), udp (UDP \
+            echo), proxy (TCP proxies), connect (connect clients), file.
+            """
+    )
+    var only: String = "echo,http,static,udp,proxy,connect,file"
 
     @Option(
         help: """
             Which workloads of those groups to run, comma-separated keys (echo-64B, echo-64B-interval, \
             echo-4KiB, echo-64KiB, echo-64B-pipelined, echo-stream, http-hello, http-pipelined, \
-            http-hello-wrk, http-file-16k, http-file-16k-wrk, http-file-1m, http-file-1m-wrk, file-read); default: all. Idle connections are then not measured.
+            http-hello-wrk, http-file-16k, http-file-16k-wrk, http-file-1m, http-file-1m-wrk, udp-64B, \
+            udp-1400B, proxy-64B, proxy-64KiB, proxy-stream, connect, file-read); default: all. Idle \
+            connections are then not measured.
             """
     )
     var workloads: String?
@@ -89,7 +96,9 @@ struct Throughput: ParsableCommand {
     mutating func validate() throws {
         if self.quick && self.smoke { throw ValidationError("--quick and --smoke are exclusive") }
         for group in self.only.split(separator: ",") where WorkloadGroup(rawValue: String(group)) == nil {
-            throw ValidationError("--only: unknown group '\(group)' (echo, http, static, file)")
+            throw ValidationError(
+                "--only: unknown group '\(group)' (\(WorkloadGroup.allCases.map(\.rawValue).joined(separator: ", ")))"
+            )
         }
         let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         for cpu in [self.serverCPU, self.clientCPU] where cpu < 0 || cpu >= cpus {
@@ -98,7 +107,7 @@ struct Throughput: ParsableCommand {
         if let workloads {
             let all =
                 Plan.echoWorkloads + Plan.httpWorkloads(wrk: true) + Plan.staticFileWorkloads(wrk: true)
-                + [Plan.fileWorkload]
+                + Plan.udpWorkloads + Plan.proxyWorkloads + [Plan.connectWorkload, Plan.fileWorkload]
             let known = Set(all.map(\.key))
             for key in workloads.split(separator: ",") where !known.contains(String(key)) {
                 throw ValidationError("--workloads: unknown workload '\(key)'")
@@ -142,6 +151,7 @@ struct Throughput: ParsableCommand {
             nginxOpenFileCache: self.nginxOpenFileCache,
             wrk: findExecutable("wrk"),
             fio: findExecutable("fio"),
+            haproxy: findExecutable("haproxy"),
             backends: (self.backend ?? (self.smoke ? .both : .ioUring)).backends
         )
         let harness = Harness(binaries: binaries, options: options)
@@ -199,7 +209,8 @@ struct Throughput: ParsableCommand {
         let directory = URL(fileURLWithPath: executable).deletingLastPathComponent().path
         let needed = [
             "loadgen", "file-read", "echo-server", "http-server", "uring-echo-server", "nio-server",
-            "hummingbird-server", "dispatch-echo-server",
+            "hummingbird-server", "dispatch-echo-server", "uring-udp-echo-server", "udp-echo-server",
+            "connect-client", "tcp-proxy",
         ]
         let missing = needed.filter { access("\(directory)/\($0)", X_OK) != 0 }
         guard missing.isEmpty else {

@@ -5,8 +5,6 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
-import ThroughputSupport
-
 /// Latencies in nanoseconds, counted in log-linear buckets (HdrHistogram's idea, scaled down).
 ///
 /// Values below 128 have a bucket each. Above, every power-of-two range `[2^k, 2^(k+1))` is cut
@@ -18,22 +16,29 @@ import ThroughputSupport
 /// For `v >= 64`, with `k` the index of its highest set bit and `shift = k - 6`, the bucket is
 /// `shift * 64 + (v >> shift)`: `v >> shift` lies in `[64, 128)`, so buckets of consecutive
 /// ranges follow each other with no gap, and the last (`k = 63`) is 57 * 64 + 127 = 3,775.
-struct LatencyHistogram: ~Copyable {
-    static let subBucketBits = 6
+public struct LatencyHistogram: ~Copyable {
+    @usableFromInline static let subBucketBits = 6
     static let bucketCount = (63 - Self.subBucketBits) * 64 + 128
 
-    private let counts: UnsafeMutablePointer<UInt64>
-    private(set) var total: UInt64 = 0
-    private(set) var maximum: UInt64 = 0
+    // Inlinable into the tools that record (one call per operation otherwise).
+    @usableFromInline let counts: UnsafeMutablePointer<UInt64>
+    @usableFromInline var recorded: UInt64 = 0
+    @usableFromInline var largest: UInt64 = 0
 
-    init() {
+    /// Values recorded.
+    public var total: UInt64 { self.recorded }
+    /// The largest value recorded.
+    public var maximum: UInt64 { self.largest }
+
+    /// An empty histogram (its buckets allocated once, here).
+    public init() {
         self.counts = .allocate(capacity: Self.bucketCount)
         self.counts.initialize(repeating: 0, count: Self.bucketCount)
     }
 
     deinit { self.counts.deallocate() }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     static func bucket(of value: UInt64) -> Int {
         guard value >= 64 else { return Int(value) }
         let shift = (63 - value.leadingZeroBitCount) - Self.subBucketBits
@@ -48,16 +53,17 @@ struct LatencyHistogram: ~Copyable {
         return (mantissa << UInt64(shift), 1 << UInt64(shift))
     }
 
-    @inline(__always)
-    mutating func record(_ nanoseconds: UInt64) {
+    /// Counts one value.
+    @inlinable @inline(__always)
+    public mutating func record(_ nanoseconds: UInt64) {
         self.counts[Self.bucket(of: nanoseconds)] &+= 1
-        self.total &+= 1
-        if nanoseconds > self.maximum { self.maximum = nanoseconds }
+        self.recorded &+= 1
+        if nanoseconds > self.largest { self.largest = nanoseconds }
     }
 
     /// The value below which a fraction `quantile` of the recorded values lie: the middle of
     /// the bucket that holds the value of rank ⌈quantile × total⌉, never above the maximum.
-    func value(atQuantile quantile: Double) -> UInt64 {
+    public func value(atQuantile quantile: Double) -> UInt64 {
         guard self.total > 0 else { return 0 }
         let rank = max(1, UInt64((quantile * Double(self.total)).rounded(.up)))
         var seen: UInt64 = 0
@@ -72,7 +78,7 @@ struct LatencyHistogram: ~Copyable {
     }
 
     /// p50, p99, p99.9 and the maximum in microseconds, or `nil` when nothing was recorded.
-    func summary() -> LatencySummary? {
+    public func summary() -> LatencySummary? {
         guard self.total > 0 else { return nil }
         func micros(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1_000 }
         return LatencySummary(
