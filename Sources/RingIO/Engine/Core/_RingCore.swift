@@ -81,7 +81,7 @@ internal final class _RingCore: @unchecked Sendable {
     /// The eventfd read's buffer.
     let wakeBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
     /// The provided receive buffers, registered on first use.
-    var _providedBuffers: _ProvidedBuffers?
+    @exclusivity(unchecked) var _providedBuffers: _ProvidedBuffers?
     /// Pools of buffer groups of their own (``makeBufferPool(count:size:)``).
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see above); read at
     // every turn's end, where a checked access cost about 2% of an echo round trip.

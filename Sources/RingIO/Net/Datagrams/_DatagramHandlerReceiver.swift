@@ -23,7 +23,10 @@ internal final class _DatagramHandlerReceiver: _DatagramReceiver, _RingRunnable,
     private let queue: any IOQueue
     private let isRing: Bool
     private let handler: @Sendable (Bool, Datagram?, Errno?) -> Void
-    private weak var state: _DatagramState?
+    /// The channel's state, to resume it. Strong (a weak reference would give the state a
+    /// side table, and every retain and release of it would take the slow path): the state
+    /// lets go of the receiver when the receive ends, which breaks the cycle.
+    private var state: _DatagramState?
     /// Calls not yet run, and whether a drain is scheduled or running.
     private let calls = _Lock<(pending: [Call], scheduled: Bool, paused: Bool)>(([], false, false))
     private var draining: [Call] = []

@@ -63,7 +63,7 @@ internal final class _DatagramSend: RingOperationTarget {
         let (count, _) = data.exportIOVectors(into: self.vectors)
         self.message.pointee = msghdr()
         if let address {
-            self.name.pointee = address.storage
+            address.copyBytes(to: UnsafeMutableRawPointer(self.name))
             self.message.pointee.msg_name = UnsafeMutableRawPointer(self.name)
             self.message.pointee.msg_namelen = address.length
         }

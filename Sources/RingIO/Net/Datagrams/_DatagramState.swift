@@ -50,26 +50,29 @@ internal final class _DatagramState: RingOperationTarget, @unchecked Sendable {
     private let closeRequested = Atomic<Bool>(false)
 
     // MARK: Ring thread only
-    private var pool: _ProvidedBuffers?
-    private var receiver: (any _DatagramReceiver)?
+    // @exclusivity(unchecked): touched only on the ring thread, and every access is short
+    // (no inout access spans a call that could reach the same property): as the ring core's
+    // hot state, where a checked access cost a thread-local lookup per datagram.
+    @exclusivity(unchecked) private var pool: _ProvidedBuffers?
+    @exclusivity(unchecked) private var receiver: (any _DatagramReceiver)?
     /// Datagrams received for a receiver that stopped before taking them: the next one's.
-    private var carry = _FIFO<Datagram>()
-    private var receiveInFlight: UInt64?
-    private var receiveIsMultishot = false
-    private var receiveCancelled = false
-    private var multishotUnsupported = false
+    @exclusivity(unchecked) private var carry = _FIFO<Datagram>()
+    @exclusivity(unchecked) private var receiveInFlight: UInt64?
+    @exclusivity(unchecked) private var receiveIsMultishot = false
+    @exclusivity(unchecked) private var receiveCancelled = false
+    @exclusivity(unchecked) private var multishotUnsupported = false
     /// The single receive's buffer, while one is in flight.
-    private var singleMemory: _ReadMemory?
+    @exclusivity(unchecked) private var singleMemory: _ReadMemory?
     /// The receive ended with ENOBUFS and waits one ring turn for buffers to come back.
-    private var awaitingBuffers = false
+    @exclusivity(unchecked) private var awaitingBuffers = false
     /// The receive was re-armed after such a wait: another ENOBUFS reads into fresh memory.
-    private var rearmedAfterWait = false
+    @exclusivity(unchecked) private var rearmedAfterWait = false
     /// The receiver is behind: no receive until it catches up.
-    private var paused = false
-    private var sendsInFlight = 0
-    private var spareSends: [_DatagramSend] = []
-    private var closed = false
-    private var finished = false
+    @exclusivity(unchecked) private var paused = false
+    @exclusivity(unchecked) private var sendsInFlight = 0
+    @exclusivity(unchecked) private var spareSends: [_DatagramSend] = []
+    @exclusivity(unchecked) private var closed = false
+    @exclusivity(unchecked) private var finished = false
 
     private enum Tag {
         static let multishot: UInt64 = 1
@@ -447,7 +450,9 @@ internal final class _DatagramState: RingOperationTarget, @unchecked Sendable {
             { state in state.closeOnRing() },
             orElse: {
                 // The ring's thread is gone, and with it every operation: nothing of the state
-                // is touched by another thread any more.
+                // is touched by another thread any more. The receiver holds the state: let
+                // go of it.
+                self.receiver = nil
                 self.closeSocket()
             }
         )
