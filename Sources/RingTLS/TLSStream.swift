@@ -276,7 +276,7 @@ public final class TLSStream: Sendable {
     ) {
         precondition(length >= 0, "TLSStream.read(length: \(length)): the length must not be negative")
         guard length > 0 else {
-            queue._ringIOEnqueue { handler(true, ByteRope(), nil) }
+            queue._enqueue { handler(true, ByteRope(), nil) }
             return
         }
         let read = _TLSRead(target: .handler(queue, handler), length: length)

@@ -1162,7 +1162,7 @@ internal final class _TLSCore: @unchecked Sendable {
         if queue === self.ring {
             delivery.run()
         } else {
-            queue._ringIOEnqueue { delivery.run() }
+            queue._enqueue { delivery.run() }
         }
     }
 

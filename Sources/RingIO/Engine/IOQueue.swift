@@ -7,42 +7,68 @@
 
 import Dispatch
 
-/// Where RingIO runs a handler: a `DispatchQueue`, or a ``RingLoop`` (its own thread, with no
-/// hop — the fast path for servers).
+/// Where RingIO runs a handler: a ``RingLoop`` (its own thread, with no hop — the fast path
+/// for servers), a `DispatchQueue`, or a queue of your own (``IOCustomQueue``).
 ///
 /// Handlers given to one queue run one at a time, in the order RingIO hands them over.
 /// RingIO groups the handlers that one completion batch sends to one `DispatchQueue` into a
 /// single `async`.
 ///
-/// The protocol only marks where RingIO may run work; it adds nothing you call to
-/// `DispatchQueue`. To run work yourself, use the queue's own API: `async` on a
+/// The protocol only marks where RingIO may run work: it has no requirement, and adds nothing
+/// to `DispatchQueue`. To run work yourself, use the queue's own API: `async` on a
 /// `DispatchQueue`, ``RingLoop/enqueue(_:)`` on a ring.
 ///
 /// A queue is an object (`AnyObject`): it has an identity, the one its handlers are ordered on,
 /// and RingIO holds it as a reference — an `any IOQueue` is two words, copied with one retain,
 /// on every operation.
-public protocol IOQueue: AnyObject, Sendable {
-    /// RingIO's entry point: runs `work` on this queue, asynchronously (never inside the
-    /// call). Underscored because it is RingIO's, not part of the API you call; it stays
-    /// out of the documentation and of code completion on `DispatchQueue`. `DispatchQueue`
-    /// and ``RingLoop`` implement it; another conforming type must run `work` once, later,
-    /// one job at a time in order, and never inside the call.
-    func _ringIOEnqueue(_ work: @escaping @Sendable () -> Void)
+///
+/// - Important: Conform a type of your own to ``IOCustomQueue``, which says how to run work
+///   on it; a type that conforms to `IOQueue` alone stops the program when RingIO hands it a
+///   handler.
+public protocol IOQueue: AnyObject, Sendable {}
+
+/// A queue of your own for RingIO's handlers: a serial executor of another library, a
+/// thread with a run loop.
+///
+///     final class Worker: IOCustomQueue {
+///         func enqueue(_ work: @escaping @Sendable () -> Void) { … }   // later, in order
+///     }
+///     channel.read(length: .max, queue: worker) { done, data, error in … }
+public protocol IOCustomQueue: IOQueue {
+    /// Runs `work` on this queue, later: never inside this call, once, and one job at a time
+    /// in the order they were enqueued.
+    func enqueue(_ work: @escaping @Sendable () -> Void)
 }
 
-extension DispatchQueue: IOQueue {
-    /// RingIO's entry point (see ``IOQueue``): `async`.
-    public func _ringIOEnqueue(_ work: @escaping @Sendable () -> Void) {
-        self.async(execute: work)
-    }
-}
+extension DispatchQueue: IOQueue {}
 
 extension IOQueue {
-    /// Runs `work` on this queue, asynchronously: RingIO's own spelling of the requirement,
-    /// internal so that no public `enqueue` appears on every `DispatchQueue`.
+    /// Runs `work` on this queue, asynchronously: the ring's inbox, the `DispatchQueue`'s
+    /// `async`, or the custom queue's ``IOCustomQueue/enqueue(_:)``.
     @inline(__always)
     internal func enqueue(_ work: @escaping @Sendable () -> Void) {
-        self._ringIOEnqueue(work)
+        if let ring = self.asRing {
+            ring.core.enqueue(work)
+        } else if let queue = self.asDispatchQueue {
+            queue.async(execute: work)
+        } else {
+            self.enqueueCustom(work)
+        }
+    }
+
+    /// This queue as a `DispatchQueue`, when it is one: a comparison of metatypes.
+    @inline(__always)
+    internal var asDispatchQueue: DispatchQueue? {
+        guard Self.self == DispatchQueue.self else { return nil }
+        return unsafeBitCast(self, to: Unmanaged<DispatchQueue>.self).takeUnretainedValue()
+    }
+
+    @inline(never)
+    private func enqueueCustom(_ work: @escaping @Sendable () -> Void) {
+        guard let custom = self as? any IOCustomQueue else {
+            preconditionFailure("RingIO: \(Self.self) is an IOQueue but no IOCustomQueue: it cannot run handlers")
+        }
+        custom.enqueue(work)
     }
 }
 
@@ -55,5 +81,12 @@ extension IOQueue {
         guard Self.self == RingLoop.self else { return nil }
         // Self is RingLoop: the value is that reference (an `Unmanaged` has its layout).
         return unsafeBitCast(self, to: Unmanaged<RingLoop>.self).takeUnretainedValue()
+    }
+}
+
+extension IOQueue {
+    /// ``enqueue(_:)``, for the package's other modules (RingTLS delivers its handlers with it).
+    package func _enqueue(_ work: @escaping @Sendable () -> Void) {
+        self.enqueue(work)
     }
 }

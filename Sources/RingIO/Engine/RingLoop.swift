@@ -179,11 +179,6 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
         self.core.enqueue(work)
     }
 
-    /// RingIO's entry point (see ``IOQueue``): ``enqueue(_:)``.
-    public func _ringIOEnqueue(_ work: @escaping @Sendable () -> Void) {
-        self.core.enqueue(work)
-    }
-
     /// Cancels every operation in flight, delivers their final completions, stops the thread
     /// and waits for it. Idempotent.
     ///

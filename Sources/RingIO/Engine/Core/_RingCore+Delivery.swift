@@ -39,7 +39,7 @@ extension _RingCore {
         self.assertOnRingThread()
         if let ring = queue.asRing, ring.core === self {
             self.localJobs.append(job)
-        } else if let dispatchQueue = queue as? DispatchQueue {
+        } else if let dispatchQueue = queue.asDispatchQueue {
             if let index = self.dispatchBatches.firstIndex(where: { $0.queue === dispatchQueue }) {
                 self.dispatchBatches[index].work.append(job)
             } else {
