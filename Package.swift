@@ -95,7 +95,14 @@ let package = Package(
             path: "Examples/HTTPServer"
         ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
-        .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
+        // What the test suites share: waits on events (a ring barrier), descriptors, recorders
+        // of handler calls (Tests/RingIOTestSupport/RingIOTestSupport.swift). Not a product.
+        .target(
+            name: "RingIOTestSupport",
+            dependencies: ["RingIO", .product(name: "SystemPackage", package: "swift-system")],
+            path: "Tests/RingIOTestSupport"
+        ),
+        .testTarget(name: "RingIOTests", dependencies: ["RingIO", "RingIOTestSupport"]),
         .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
         .testTarget(
             name: "RingIOServiceLifecycleTests",

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -245,7 +246,7 @@ struct ChannelCreationTests {
         defer { context.shutdown() }
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, reader, cleanup: cleanup)
-        let oneShot = ConvenienceLog(onQueue: { context.isOnQueue })
+        let oneShot = context.convenienceLog()
         oneShot.submitting {
             IOChannel.read(
                 fromFileDescriptor: reader,
@@ -255,7 +256,7 @@ struct ChannelCreationTests {
             )
         }
         channel.close()
-        settle()
+        context.sharedGroupBarrier.pass()
         #expect(!cleanup.wasCalled, "a convenience read on the descriptor is still in flight")
         writeAll(writer, bytes("data"))
         oneShot.expectOneCall()
@@ -560,7 +561,7 @@ struct ChannelCreationTests {
             onCall: { _ in
                 // Compared by inode, not by number: another test may reuse the number at once.
                 guard let (fd, identity) = opened.withLock({ $0 }) else { return }
-                stillOpenInCleanup.withLock { $0 = identity != nil && RingIOTests.identity(of: fd) == identity }
+                stillOpenInCleanup.withLock { $0 = identity != nil && RingIOTestSupport.identity(of: fd) == identity }
             }
         )
         let channel = try context.channel(.randomAccess, path: path, mode: .readOnly, cleanup: cleanup)
@@ -570,7 +571,7 @@ struct ChannelCreationTests {
         let ran = DispatchSemaphore(value: 0)
         channel.barrier {
             let fd = channel.fileDescriptor
-            opened.withLock { $0 = (fd, RingIOTests.identity(of: fd)) }
+            opened.withLock { $0 = (fd, RingIOTestSupport.identity(of: fd)) }
             ran.signal()
         }
         try #require(wait(ran))

@@ -12,6 +12,7 @@ import SystemPackage
 import Testing
 
 @testable import RingIO
+import RingIOTestSupport
 
 #if canImport(Glibc)
 import Glibc

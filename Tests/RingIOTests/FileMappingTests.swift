@@ -11,6 +11,7 @@ import SystemPackage
 import Testing
 
 @testable import RingIO
+import RingIOTestSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -9,6 +9,7 @@ import ByteRopes
 import Testing
 
 @testable import RingIO
+import RingIOTestSupport
 
 /// The compiler copies and destroys a value of at most four words in line (a retain or a
 /// release per reference); a larger one, and an optional of it, through value-witness calls

@@ -8,6 +8,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -15,30 +16,6 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Whether io_uring can be set up here; suites that need it skip cleanly otherwise.
-let ringSetUpError = _RingIOTesting.ringSetUpError()
-let ringIsAvailable = ringSetUpError == nil
-let ringUnavailableReason: Comment = "no RingIO loop can be set up here: \(ringSetUpError.map { "\($0)" } ?? "")"
-
-/// Waits for `semaphore` at most `seconds`; false on time-out.
-func wait(_ semaphore: DispatchSemaphore, seconds: Double = 10) -> Bool {
-    semaphore.wait(timeout: .now() + seconds) == .success
-}
-
-/// A counter shared across threads.
-final class Counter: Sendable {
-    private let value = Atomic<Int>(0)
-    func increment() { self.value.add(1, ordering: .relaxed) }
-    var count: Int { self.value.load(ordering: .relaxed) }
-}
-
-/// A list appended to from several threads.
-final class Recorder<Element: Sendable>: Sendable {
-    private let items = _Lock<[Element]>([])
-    func append(_ item: Element) { self.items.withLock { $0.append(item) } }
-    var all: [Element] { self.items.withLock { $0 } }
-}
 
 @Suite("RingLoop: set-up errors")
 struct RingSetUpErrorTests {
