@@ -68,7 +68,7 @@ package func ringBarrier(
 ) -> Bool {
     for _ in 0..<rounds {
         guard ringBarrier(ring, sourceLocation: sourceLocation) else { return false }
-        queue?.sync {}
+        queue?.sync(flags: .barrier) {}
     }
     return true
 }

@@ -130,8 +130,7 @@ package final class OperationLog: Sendable {
             state.calls.append(call)
             if let data { state.ropes.append(data) }
         }
-        // Long enough for a second, overlapping call to show up.
-        usleep(200)
+        holdForOverlap(microseconds: 200)
         self.onCall?(call)
         self.state.withLock { $0.inside = false }
         if done { self.finished.signal() }
@@ -383,7 +382,7 @@ package struct HandlerBarrier: Sendable {
     package func pass(sourceLocation: SourceLocation = #_sourceLocation) {
         for _ in 0..<2 {
             for ring in self.rings where !ringBarrier(ring, sourceLocation: sourceLocation) { return }
-            self.queue?.sync {}
+            self.queue?.sync(flags: .barrier) {}
         }
     }
 
@@ -392,7 +391,7 @@ package struct HandlerBarrier: Sendable {
         for _ in 0..<2 {
             for ring in self.rings where !(await ringBarrier(ring, sourceLocation: sourceLocation)) { return }
             if let queue = self.queue {
-                await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+                await withCheckedContinuation { continuation in queue.async(flags: .barrier) { continuation.resume() } }
             }
         }
     }

@@ -31,6 +31,15 @@ package func wait(_ semaphore: DispatchSemaphore, seconds: Double = 10) -> Bool 
     semaphore.wait(timeout: .now() + seconds) == .success
 }
 
+/// Keeps a handler running for `microseconds`: what a recorder does inside each call it
+/// records, so that a second call overlapping it — which the handler rules forbid — would find
+/// it still running and be reported. Not a wait for an event: no event announces a call that
+/// should not exist. The one sleep of the recorders (``OperationLog``, a source's or a
+/// listener's log).
+package func holdForOverlap(microseconds: UInt32) {
+    if microseconds > 0 { usleep(microseconds) }
+}
+
 /// Polls `condition` until it holds or `seconds` pass.
 package func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))

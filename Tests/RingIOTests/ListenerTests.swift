@@ -62,7 +62,7 @@ final class ListenerLog: Sendable {
                 state.failures.append(error)
             }
         }
-        usleep(100)
+        holdForOverlap(microseconds: 100)
         if case .accepted(let connection) = event { self.onAccept?(connection) }
         self.state.withLock { $0.inside = false }
     }

@@ -59,7 +59,12 @@ extension ChannelContext {
 
     /// A recorder that checks its handlers run on `queue`.
     func sourceLog(holdMicroseconds: UInt32 = 200, onEvent: (@Sendable (UInt) -> Void)? = nil) -> SourceLog {
-        SourceLog(onQueue: { self.isOnQueue }, holdMicroseconds: holdMicroseconds, onEvent: onEvent)
+        SourceLog(
+            onQueue: { self.isOnQueue },
+            barrier: self.handlerBarrier,
+            holdMicroseconds: holdMicroseconds,
+            onEvent: onEvent
+        )
     }
 }
 
@@ -130,18 +135,23 @@ final class SourceLog: Sendable {
     private let onQueue: (@Sendable () -> Bool)?
     private let holdMicroseconds: UInt32
     private let onEvent: (@Sendable (UInt) -> Void)?
+    private let barrier: HandlerBarrier?
 
     /// - Parameters:
     ///   - onQueue: Whether a handler runs where it should; nil skips the check.
+    ///   - barrier: What ``expectCancelledOnce(sourceLocation:)`` passes before it checks that
+    ///     the cancel handler ran once: the source's ring and queue.
     ///   - holdMicroseconds: How long each event handler lasts: long enough for an overlapping
     ///     call to show up.
     ///   - onEvent: Runs inside the event handler, after the event is recorded, with its data.
     init(
         onQueue: (@Sendable () -> Bool)? = nil,
+        barrier: HandlerBarrier? = nil,
         holdMicroseconds: UInt32 = 200,
         onEvent: (@Sendable (UInt) -> Void)? = nil
     ) {
         self.onQueue = onQueue
+        self.barrier = barrier
         self.holdMicroseconds = holdMicroseconds
         self.onEvent = onEvent
     }
@@ -184,7 +194,7 @@ final class SourceLog: Sendable {
             state.events.append(Event(data: data, started: started, wallClock: wallClockNow(), ended: nil))
             return state.events.count - 1
         }
-        usleep(self.holdMicroseconds)
+        holdForOverlap(microseconds: self.holdMicroseconds)
         self.onEvent?(data)
         self.state.withLock { state in
             state.inside = false
@@ -257,8 +267,8 @@ final class SourceLog: Sendable {
             )
             return
         }
-        // A second call would come soon after; give it a moment.
-        settle(20)
+        // A second call would have come before the barrier passed.
+        self.barrier?.pass(sourceLocation: sourceLocation)
         #expect(
             self.cancellations.count == 1,
             "cancel handler calls: \(self.cancellations.count)",
