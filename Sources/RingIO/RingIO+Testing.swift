@@ -163,6 +163,12 @@ package enum _RingIOTesting {
         }
     }
 
+    /// Whether `ring`'s thread has exited (after ``RingLoop/shutdown()``): it runs nothing more,
+    /// so a barrier through it has nothing to wait for (and its jobs would be discarded).
+    package static func hasExited(_ ring: RingLoop) -> Bool {
+        ring.core.hasFinished
+    }
+
     /// Runs `body` on the ring thread and returns its result.
     private static func onRing<R: Sendable>(_ ring: RingLoop, _ body: @escaping @Sendable () -> R) -> R {
         let result = _Lock<R?>(nil)

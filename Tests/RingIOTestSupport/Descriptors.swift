@@ -331,3 +331,27 @@ package func writeAll(_ fd: CInt, _ bytes: [UInt8]) {
         offset += written
     }
 }
+
+// MARK: - What a socket shows
+
+/// The events `poll` reports for `fd` now (it does not wait): `POLLIN`, `POLLERR`, `POLLHUP`…
+/// (Reading SO_ERROR would take a pending error away from the channel that owns the socket;
+/// `poll` only looks.)
+package func pollEvents(_ fd: CInt, _ events: Int16 = Int16(POLLIN)) -> Int16 {
+    var descriptor = pollfd(fd: fd, events: events, revents: 0)
+    return poll(&descriptor, 1, 0) > 0 ? descriptor.revents : 0
+}
+
+/// Whether the peer of the TCP socket `fd` has reset the connection, as `fd` sees it now: an
+/// error and a hang-up are pending.
+package func sawReset(_ fd: CInt) -> Bool {
+    pollEvents(fd) & Int16(POLLERR) != 0
+}
+
+/// Bytes the socket `fd` has sent and its peer has not acknowledged yet, or not sent at all
+/// (SIOCOUTQ): more than zero while the peer's receive window is full.
+package func unsentBytes(_ fd: CInt) -> Int {
+    var count: CInt = 0
+    guard ioctl(fd, 0x5411, &count) == 0 else { return -1 }  // SIOCOUTQ (TIOCOUTQ)
+    return Int(count)
+}

@@ -102,7 +102,7 @@ struct ChannelCreationTests {
         #expect(read.calls == [.failed(.badFileDescriptor)])
         #expect(write.calls == [.failed(.badFileDescriptor, remaining: "data")])
         channel.close()
-        settle()
+        context.barrier()
         #expect(cleanup.calls.count == 1, "the cleanup handler runs once: \(cleanup.calls)")
     }
 
@@ -173,7 +173,7 @@ struct ChannelCreationTests {
         let channel = context.channel(.stream, left, cleanup: cleanup)
         let write = context.write(channel, rope("x"))
         write.expectFinished()
-        settle()
+        context.barrier()
         #expect(!cleanup.wasCalled, "no cleanup before close")
         channel.close()
         cleanup.expectOnce(nil)
@@ -196,7 +196,7 @@ struct ChannelCreationTests {
         let first = context.channel(.stream, reader, cleanup: firstCleanup)
         let second = context.channel(.stream, reader, cleanup: secondCleanup)
         first.close()
-        settle()
+        context.barrier()
         #expect(!firstCleanup.wasCalled, "another channel on the descriptor is still open")
         #expect(!secondCleanup.wasCalled)
         second.close()
@@ -224,7 +224,7 @@ struct ChannelCreationTests {
         let channel = context.channel(.stream, reader, cleanup: cleanup)
         context.read(channel, length: .max, into: read)
         channel.close()
-        settle()
+        context.barrier()
         #expect(read.calls.isEmpty)
         #expect(!cleanup.wasCalled, "a read is still in flight")
         writeAll(writer, bytes("late"))
@@ -299,7 +299,7 @@ struct ChannelCreationTests {
             let channel = context.channel(.stream, left, cleanup: cleanup)
             read = context.read(channel, length: 4)
         }
-        settle()
+        context.barrier()
         #expect(read.calls.isEmpty)
         #expect(!cleanup.wasCalled, "the read is still pending")
         writeAll(right, bytes("pong"))
@@ -371,7 +371,7 @@ struct ChannelCreationTests {
         #expect(throws: Errno.invalidArgument) {
             _ = try context.channel(.randomAccess, path: "", mode: .readOnly, cleanup: cleanup)
         }
-        settle()
+        context.barrier()
         #expect(cleanup.calls.isEmpty)
     }
 
@@ -465,7 +465,7 @@ struct ChannelCreationTests {
             permissions: .ownerReadWrite,
             cleanup: cleanup
         )
-        settle()
+        context.barrier()
         #expect(!cleanup.wasCalled)
         #expect(contentsOfFile(path) == nil, "the file exists before any operation")
         #expect(channel.fileDescriptor == -1)
@@ -605,7 +605,7 @@ struct ChannelCreationTests {
         #expect(derived.fileDescriptor == file.fd)
         // R23: one cleanup point for both.
         source.close()
-        settle()
+        context.barrier()
         #expect(!sourceCleanup.wasCalled)
         derived.close()
         sourceCleanup.expectOnce(nil)

@@ -106,7 +106,7 @@ struct ChannelErrorTests {
         let socket = context.channel(.stream, left, cleanup: cleanups[2])
         let fromPipe = context.read(pipeReader, length: 5)
         let fromSocket = context.read(socket, length: 5)
-        settle()
+        context.barrier()
         #expect(fromPipe.calls.isEmpty, "calls: \(fromPipe.calls)")
         #expect(fromSocket.calls.isEmpty, "calls: \(fromSocket.calls)")
         writeAll(right, bytes("hello"))
@@ -141,7 +141,9 @@ struct ChannelErrorTests {
         channel.setLimit(lowWater: 100)
         let read = context.read(channel, length: .max)
         endpoint.send(bytes("tail"))
-        settle(20)
+        // The channel has taken the tail before the end of the stream comes.
+        try #require(eventually { pendingBytes(endpoint.local) == 0 })
+        context.barrier()
         endpoint.closeRemote()
         read.expectFinished()
         #expect(read.calls == [.more("tail"), .eof])
@@ -234,7 +236,8 @@ private func writeToClosedTCPPeer(_ queue: QueueKind) throws {
             )
             break
         }
-        usleep(5_000)
+        // The next write fails once the peer's reset has come back.
+        _ = eventually(seconds: 5) { sawReset(client) }
     }
     #expect(errors.last != nil, "writes to a closed TCP peer never failed: \(errors)")
     channel.close()
@@ -257,7 +260,7 @@ private func writeToPipeWithoutReader(_ queue: QueueKind, fifo: Bool) throws {
     let blocked = context.write(channel, fragmentedRope(sent.count, seed: 24, maxRegion: 100_000))
     try #require(waitUntilFull(pipe: reader))
     let capacity = pipeCapacity(reader)
-    settle(20)
+    context.barrier()
     #expect(!blocked.isFinished)
     close(reader)
     blocked.expectFinished()
@@ -286,7 +289,7 @@ private func resetMidWrite(_ queue: QueueKind) throws {
     let sent = patternBytes(32 * 1_048_576, seed: 25)
     let write = context.write(channel, ByteRope(copying: sent))
     try #require(eventually { pendingBytes(server) > 0 })
-    settle(50)
+    context.barrier()
     #expect(!write.isFinished, "32 MiB went out with nobody reading")
     resetAndClose(server)
     write.expectFinished()
@@ -310,7 +313,7 @@ private func closeUnderPendingRead(_ queue: QueueKind) throws {
     let channel = context.channel(.stream, left, cleanup: cleanups[0])
     let sibling = context.channel(.stream, from: channel, cleanup: cleanups[1])
     let pending = context.read(channel, length: 10)
-    settle(30)
+    context.barrier()
     close(left)
     let write = context.write(sibling, rope("x"))
     write.expectFinished()

@@ -193,7 +193,7 @@ struct ChannelWritePoolTests {
                 channel.write(offset: 0, data: message(index), queue: ring) { done, remaining, error in
                     record.record(index, done, remaining, error)
                 }
-                if step % 16 == 0 { usleep(50) }  // let the ring recycle some meanwhile
+                if step % 16 == 0 { ringBarrier(ring) }  // let the ring recycle some meanwhile
             }
         }
 

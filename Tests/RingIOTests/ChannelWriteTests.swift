@@ -248,7 +248,7 @@ struct ChannelWriteTests {
             }
         }
         try #require(waitUntilFull(pipe: reader))
-        settle()
+        context.barrier()
         #expect(released.count == 0, "the data was released while the write was blocked")
         let received = readExactly(reader, count)
         try #require(wait(finished))

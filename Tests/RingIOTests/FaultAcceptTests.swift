@@ -60,7 +60,7 @@ private func acceptStormAtDescriptorLimit(_ queueKind: QueueKind) throws {
         defer { for fd in clients { close(fd) } }
         for fd in sockets { clients.append(try connectClient("127.0.0.1", port, socket: fd).get()) }
         try #require(log.waitForFailure(.tooManyOpenFiles), "no .failed(EMFILE); failures: \(log.failures)")
-        settle(100)
+        context.barrier()
         #expect(log.accepted.isEmpty, "accepted \(log.accepted.count) with no descriptor free")
         #expect(log.failures.allSatisfy { $0 == .tooManyOpenFiles }, "\(Set(log.failures.map(\.rawValue)))")
 
@@ -70,7 +70,7 @@ private func acceptStormAtDescriptorLimit(_ queueKind: QueueKind) throws {
         for (index, fd) in clients.enumerated() { writeAll(fd, patternBytes(1_000, seed: index)) }
         let allAccepted = log.waitForAccepted(clientsCount)
         #expect(allAccepted, "accepted \(log.accepted.count) of \(clientsCount)")
-        settle(50)
+        context.barrier()
         let accepted = log.accepted
         #expect(accepted.count == clientsCount, "accepted \(accepted.count) connections for \(clientsCount) clients")
         let clientPorts = clients.map { socketPort($0) }

@@ -43,7 +43,7 @@ private func completionQueueOverflow() throws {
             },
             overflowed: { value in overflowed.withLock { $0 = value } }
         )
-        ledger.expectEveryOperationFinalOnce("no-ops over an overflowing CQ")
+        ledger.expectEveryOperationFinalOnce("no-ops over an overflowing CQ", after: HandlerBarrier(ring: ring))
         #expect(overflowed.withLock { $0 } == true, "the CQ did not overflow: the test proves nothing")
         #expect(ledger.entries.allSatisfy { $0.error == nil })
         #expect(ring.counters.staleCompletions == 0)
@@ -78,7 +78,7 @@ private func completionQueueOverflow() throws {
                 writeAll(remotes[index], patternBytes(size, seed: index))
             }
         }
-        reads.expectEveryOperationFinalOnce("reads over an overflowing CQ")
+        reads.expectEveryOperationFinalOnce("reads over an overflowing CQ", after: HandlerBarrier(ring: ring))
         let entries = reads.entries
         let wrong = entries.indices.filter {
             !(entries[$0].delivered?.isExactly(size) ?? false) || entries[$0].error != nil
@@ -88,7 +88,7 @@ private func completionQueueOverflow() throws {
             "\(wrong.count) connections did not get their \(size) bytes exactly; first: \(wrong.prefix(3))"
         )
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: HandlerBarrier(ring: ring))
         #expect(ring.counters.staleCompletions == 0)
     }
 }
@@ -149,14 +149,20 @@ private func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
             }
         }
         // Let the rings take it all in: the first reads complete, the first writes fill the sockets.
-        settle(200)
+        HandlerBarrier(rings: group.rings, queue: dispatchQueue).pass()
         // Closed (without stop: the operations may finish) right before the shutdown, which
         // then cancels them. (A channel still open when its ring is gone never gets its
         // cleanup handler: its close would be a job for a ring that is gone.)
         for channel in channels { channel.close() }
         group.shutdown()
-        ledger.expectEveryOperationFinalOnce("\(channelsCount * perChannel) operations through a group shutdown")
-        expectCleanupsOnce(cleanups)
+        ledger.expectEveryOperationFinalOnce(
+            "\(channelsCount * perChannel) operations through a group shutdown",
+            after: HandlerBarrier(rings: [], queue: queueKind == .dispatch ? dispatchQueue : nil)
+        )
+        expectCleanupsOnce(
+            cleanups,
+            after: HandlerBarrier(rings: [], queue: queueKind == .dispatch ? dispatchQueue : nil)
+        )
 
         // The accounting, connection by connection.
         let entries = ledger.entries
@@ -290,8 +296,8 @@ private func stopRacingCompletions(_ queueKind: QueueKind) throws {
             }
         }
         #expect(stopped.count == connections)
-        ledger.expectEveryOperationFinalOnce("reads and writes stopped while completing")
-        expectCleanupsOnce(cleanups)
+        ledger.expectEveryOperationFinalOnce("reads and writes stopped while completing", after: context.handlerBarrier)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
 
         let entries = ledger.entries
         var failures: [String] = []
@@ -372,7 +378,7 @@ private func writeToFullDevice(_ queueKind: QueueKind) throws {
             )
         }
         stream.read(offset: 0, length: 1_000, queue: context.queue, handler: ledger.readHandler(2 * sizes.count))
-        ledger.expectEveryOperationFinalOnce("writes to /dev/full")
+        ledger.expectEveryOperationFinalOnce("writes to /dev/full", after: context.handlerBarrier)
         let entries = ledger.entries
         for (index, size) in sizes.enumerated() {
             for entry in [entries[2 * index], entries[2 * index + 1]] {
@@ -385,7 +391,7 @@ private func writeToFullDevice(_ queueKind: QueueKind) throws {
         #expect(entries[2 * sizes.count].error == nil && entries[2 * sizes.count].deliveredCount == 1_000)
         stream.close()
         random.close()
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
     }
 }
 
@@ -416,7 +422,8 @@ private func descriptorReuseAfterClose(_ queueKind: QueueKind) throws {
                 queue: context.queue,
                 handler: old.writeHandler(1)
             )
-            if round % 2 == 1 { usleep(UInt32(round % 7) * 100) }
+            for _ in 0..<(round % 7) * 40 { _ = getpid() }  // a varying head start
+            if round % 4 == 3 { ringBarrier(context.ring) }  // or a ring turn and more
             oldReader.close(flags: .stop)
             oldWriter.close(flags: .stop)
             guard oldCleanups.allSatisfy({ $0.wait() }), old.waitForAll() else {

@@ -42,14 +42,14 @@ private func resetMidRead(_ queueKind: QueueKind) throws {
         let delivered = eventually { ledger.entries.allSatisfy { $0.deliveredCount >= size } }
         #expect(delivered, "not every connection's bytes were delivered before the resets")
         for pair in pairs { resetAndClose(pair.remote) }
-        ledger.expectEveryOperationFinalOnce("reads of peers that reset")
+        ledger.expectEveryOperationFinalOnce("reads of peers that reset", after: context.handlerBarrier)
         let entries = ledger.entries
         let wrong = entries.indices.filter {
             !(entries[$0].delivered?.isExactly(size) ?? false) || entries[$0].error != .connectionReset
         }
         #expect(wrong.isEmpty, "\(wrong.count) connections; first: \(wrong.prefix(3).map { entries[$0] })")
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs { close(pair.local) }
     }
 }
@@ -95,7 +95,7 @@ private func resetMidWrite(_ queueKind: QueueKind) throws {
             peerChecks.append(check)
             resetAndClose(pair.remote)
         }
-        ledger.expectEveryOperationFinalOnce("writes to peers that reset")
+        ledger.expectEveryOperationFinalOnce("writes to peers that reset", after: context.handlerBarrier)
         let entries = ledger.entries
         var failures: [String] = []
         for index in 0..<connections {
@@ -121,7 +121,7 @@ private func resetMidWrite(_ queueKind: QueueKind) throws {
         }
         #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(3))")
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs { close(pair.local) }
     }
 }
@@ -148,7 +148,7 @@ private func halfClose(_ queueKind: QueueKind) throws {
             writeAll(pair.remote, patternBytes(incoming, seed: index))
             shutdown(pair.remote, CInt(SHUT_WR))
         }
-        reads.expectEveryOperationFinalOnce("reads up to a half-close")
+        reads.expectEveryOperationFinalOnce("reads up to a half-close", after: context.handlerBarrier)
         let readEntries = reads.entries
         let wrongReads = readEntries.indices.filter {
             !(readEntries[$0].delivered?.isExactly(incoming) ?? false) || readEntries[$0].error != nil
@@ -175,10 +175,10 @@ private func halfClose(_ queueKind: QueueKind) throws {
             if !check.isExactly(outgoing) { wrongPeers.append(index) }
         }
         #expect(wrongPeers.isEmpty, "\(wrongPeers.count) peers did not get the \(outgoing) bytes exactly")
-        writes.expectEveryOperationFinalOnce("writes after the peer's half-close")
+        writes.expectEveryOperationFinalOnce("writes after the peer's half-close", after: context.handlerBarrier)
         #expect(writes.entries.allSatisfy { $0.error == nil })
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs {
             close(pair.local)
             close(pair.remote)
@@ -223,10 +223,13 @@ private func slowReader(_ queueKind: QueueKind) throws {
         DispatchQueue.concurrentPerform(iterations: connections) { index in
             let fd = remotes[index]
             setReceiveTimeout(fd, seconds: 10)
+            // A slow reader: each read waits until a full buffer's worth has arrived, so the
+            // writer waits for it between reads.
+            var lowWater: CInt = 4_096
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowWater, socklen_t(MemoryLayout<CInt>.size))
             var checks = (0..<writesPerConnection).map { _ in PatternCheck(seed: 3) }
             var buffer = [UInt8](repeating: 0, count: 4_096)
             var total = 0
-            var reads = 0
             while total < size * writesPerConnection {
                 let count = read(fd, &buffer, buffer.count)
                 guard count > 0 else { break }
@@ -239,16 +242,14 @@ private func slowReader(_ queueKind: QueueKind) throws {
                     offset += take
                 }
                 total += count
-                reads += 1
-                if reads % 16 == 0 { usleep(1_000) }
             }
             if !checks.allSatisfy({ $0.isExactly(size) }) { wrong.increment() }
         }
         #expect(wrong.count == 0, "\(wrong.count) slow readers did not get every byte once, in order")
-        ledger.expectEveryOperationFinalOnce("vectored writes to slow readers")
+        ledger.expectEveryOperationFinalOnce("vectored writes to slow readers", after: context.handlerBarrier)
         #expect(ledger.entries.allSatisfy { $0.error == nil && $0.calls >= 1 })
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs {
             close(pair.local)
             close(pair.remote)
@@ -291,7 +292,10 @@ private func receiveBuffersExhausted() throws {
                 writeAll(remotes[index], patternBytes(size, seed: index))
             }
         }
-        ledger.expectEveryOperationFinalOnce("reads of 1,000 connections over 16 receive buffers")
+        ledger.expectEveryOperationFinalOnce(
+            "reads of 1,000 connections over 16 receive buffers",
+            after: HandlerBarrier(ring: ring)
+        )
         let entries = ledger.entries
         let wrong = entries.indices.filter {
             !(entries[$0].delivered?.isExactly(size) ?? false) || entries[$0].error != nil
@@ -300,7 +304,7 @@ private func receiveBuffersExhausted() throws {
         #expect(ring.counters.fallbackReceives > 0, "the receive buffers never ran out: the test proves nothing")
         _ = kept
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: HandlerBarrier(ring: ring))
         for pair in pairs {
             close(pair.local)
             close(pair.remote)

@@ -7,11 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 import Dispatch
+import RingIOTestSupport
 import SystemPackage
 import Testing
 
 @testable import RingIO
-import RingIOTestSupport
 
 #if canImport(Glibc)
 import Glibc

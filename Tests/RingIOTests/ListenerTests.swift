@@ -82,6 +82,11 @@ final class ListenerLog: Sendable {
         eventually(seconds: seconds) { self.failures.contains(error) }
     }
 
+    /// Waits (bounded) until `count` failures have been reported.
+    func waitForFailures(_ count: Int, seconds: Double = 10) -> Bool {
+        eventually(seconds: seconds) { self.failures.count >= count }
+    }
+
     /// Closes the channel of every connection accepted so far, and of any accepted later.
     func closeAll() {
         let connections = self.state.withLock { state in
@@ -147,7 +152,7 @@ struct ListenerAcceptTests {
         let clients = try connectClients(200, "127.0.0.1", port)
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(200))
-        settle()
+        context.barrier()
         let accepted = log.accepted
         #expect(accepted.count == 200)
         // Each accepted descriptor is the server end of one of the clients.
@@ -181,7 +186,7 @@ struct ListenerAcceptTests {
         let clients = try connectClients(50, "::1", port)
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(50))
-        settle()
+        context.barrier()
         #expect(log.accepted.count == 50)
         #expect(Set(log.accepted.map { socketPort($0, peer: true) }) == Set(clients.map { socketPort($0) }))
         log.expectWellFormed()
@@ -204,7 +209,7 @@ struct ListenerAcceptTests {
         if ipv6LoopbackIsAvailable { clients += try connectClients(10, "::1", port) }
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(clients.count))
-        settle()
+        context.barrier()
         #expect(log.accepted.count == clients.count)
         log.expectWellFormed()
     }
@@ -353,17 +358,17 @@ struct ListenerOptionTests {
         let clients = try connectClients(5, "127.0.0.1", listener.port)
         defer { for fd in clients { close(fd) } }
         try #require(log.waitForAccepted(3))
-        settle(200)
+        context.barrier()
         #expect(log.accepted.count == 3, "accepted past the cap of 3")
         #expect(listener.openConnections == 3)
         let peers = log.accepted.map { socketPort($0, peer: true) }
         log.connections[0].channel.close()
         #expect(log.waitForAccepted(4), "not resumed after a connection was closed")
-        settle(200)
+        context.barrier()
         #expect(log.accepted.count == 4, "accepted past the cap after one connection was closed")
         log.connections[1].channel.close()
         #expect(log.waitForAccepted(5))
-        settle()
+        context.barrier()
         #expect(log.accepted.count == 5)
         #expect(listener.openConnections == 3)
         let accepted = peers + log.accepted.dropFirst(3).map { socketPort($0, peer: true) }
@@ -398,7 +403,7 @@ struct ListenerOptionTests {
         let clients = try connectClients(100, "127.0.0.1", port)
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(100), "accepted \(log.accepted.count) of 100")
-        settle()
+        HandlerBarrier(rings: group.rings, queue: queue).pass()
         #expect(log.accepted.count == 100)
         log.expectWellFormed()
     }
@@ -501,14 +506,19 @@ private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
     for fd in sockets { clients.append(try connectClient("127.0.0.1", port, socket: fd).get()) }
     try #require(log.waitForFailure(.tooManyOpenFiles), "no .failed(EMFILE); failures: \(log.failures)")
 
-    // A second at EMFILE: the listener backs off rather than spinning.
+    // Still at EMFILE: the listener backs off rather than spinning. Each retry fails and is
+    // reported; five more take at least 10 + 20 + 40 + 80 + 160 ms of back-off, in which a
+    // listener that spins would burn a core and report a failure per attempt.
     let failuresBefore = log.failures.count
     let cpuBefore = processCPUTime()
-    settle(1_000)
+    let start = ContinuousClock.now
+    try #require(log.waitForFailures(failuresBefore + 5), "no five more failures; failures: \(log.failures.count)")
+    let elapsed = ContinuousClock.now - start
     let cpu = processCPUTime() - cpuBefore
     let failures = log.failures.count - failuresBefore
-    #expect(cpu < .milliseconds(500), "CPU time in one second at EMFILE: \(cpu) (\(failures) failures reported)")
-    #expect(failures < 1_000, "failures reported in one second at EMFILE: \(failures)")
+    #expect(cpu < elapsed / 2, "CPU time in \(elapsed) at EMFILE: \(cpu) (\(failures) failures reported)")
+    #expect(failures < 10, "failures reported in \(elapsed) at EMFILE: \(failures)")
+    #expect(elapsed >= .milliseconds(300), "five failures in \(elapsed): no back-off between retries")
     #expect(log.failures.allSatisfy { $0 == .tooManyOpenFiles }, "\(Set(log.failures.map(\.rawValue)))")
 
     // Room again: the listener accepts again, a newcomer included.
@@ -576,7 +586,7 @@ struct ListenerErrorTests {
         #expect(refused, "connect after close(): \(outcome)")
         #expect(listeningSocketCount(port: port) == 0)
         listener.close()
-        settle()
+        context.barrier()
         #expect(log.failures.isEmpty)
         log.expectWellFormed()
     }

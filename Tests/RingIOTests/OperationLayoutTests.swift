@@ -6,10 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 import ByteRopes
+import RingIOTestSupport
 import Testing
 
 @testable import RingIO
-import RingIOTestSupport
 
 /// The compiler copies and destroys a value of at most four words in line (a retain or a
 /// release per reference); a larger one, and an optional of it, through value-witness calls
