@@ -50,17 +50,22 @@ package func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     return true
 }
 
-/// A pause for "nothing happens" checks: long enough for a wrong delivery to show up.
-package func settle(_ milliseconds: Int = 60) {
-    usleep(UInt32(milliseconds) * 1_000)
+/// Polls `condition` every 2 ms until it holds or `seconds` pass, without blocking a thread.
+package func eventuallyAsync(seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+    await waitUntil(seconds: seconds) { condition() }
 }
 
-/// Polls `condition` until it holds or `seconds` pass, without blocking a thread.
-package func eventuallyAsync(seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+/// Polls `condition` (which may await) every 2 ms until it holds or `seconds` pass, without
+/// blocking a thread: between polls the task waits on a dispatch timer and resumes on its own
+/// executor, with no detour through the cooperative pool (where `Task.sleep` wakes up, behind
+/// whatever the suite's synchronous tests hold there).
+package func waitUntil(seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-    while !condition() {
+    while !(await condition()) {
         if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(2))
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(2)) { continuation.resume() }
+        }
     }
     return true
 }

@@ -99,7 +99,12 @@ struct ChannelAsyncTests {
         let stream = context.channel(.stream, reader, cleanup: cleanups[0])
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
         writeAll(writer, bytes("hello"))
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.03) { writeAll(writer, bytes(" world")) }
+        // The rest once the read has taken "hello" and waits for more.
+        startThread {
+            _ = eventually { pendingBytes(reader) == 0 }
+            ringBarrier(context.ring)
+            writeAll(writer, bytes(" world"))
+        }
         let exact = Outcome(await bounded { Array(try await stream.read(length: 11)) })
         #expect(exact == .bytes(bytes("hello world")), "\(exact)")
         writeAll(writer, bytes("tail"))
@@ -234,7 +239,9 @@ struct ChannelAsyncTests {
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, left, cleanup: cleanup)
         let task = Task(executorPreference: testTaskExecutor) { Array(try await channel.read(length: 100)) }
-        try await Task.sleep(for: .milliseconds(30))
+        // Suspended in the read by now: its submission has reached the ring.
+        await ringBarrier(context.ring)
+        await ringBarrier(context.ring)
         task.cancel()
         let outcome = Outcome(await bounded { try await task.value })
         #expect(outcome == .error(.canceled), "\(outcome)")

@@ -5,6 +5,7 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+import Dispatch
 import RingIO
 import RingIOTestSupport
 import Synchronization
@@ -64,18 +65,18 @@ struct ReadmeAsyncEchoTests {
 /// A port reported by one task and awaited by another.
 final class AsyncPort: Sendable {
     private let port = _Lock<UInt16?>(nil)
+    private let reported = DispatchSemaphore(value: 0)
 
     func set(_ value: UInt16) {
         self.port.withLock { $0 = value }
+        self.reported.signal()
     }
 
-    /// Polls, blocking the calling thread (no timer that needs the cooperative pool).
+    /// Waits for the port, blocking the calling thread (no timer that needs the cooperative
+    /// pool).
     func value(seconds: Double) -> UInt16? {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if let value = self.port.withLock({ $0 }) { return value }
-            usleep(5_000)
-        }
-        return nil
+        guard wait(self.reported, seconds: seconds) else { return nil }
+        self.reported.signal()
+        return self.port.withLock { $0 }
     }
 }

@@ -138,8 +138,8 @@ struct RingLoopTests {
             }
         }
         try #require(wait(done, seconds: 30))
-        // Nothing more arrives late.
-        try await Task.sleep(for: .milliseconds(50))
+        // Nothing more arrives late: a barrier through the ring passes first.
+        await ringBarrier(ring)
         #expect(completions.count == threads * perThread)
         let counters = ring.counters
         #expect(counters.staleCompletions == 0)
