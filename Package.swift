@@ -109,6 +109,7 @@ let package = Package(
             dependencies: [
                 "RingIO",
                 "RingIOServiceLifecycle",
+                "RingIOTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -116,7 +117,7 @@ let package = Package(
         ),
         // Runs the example servers as processes, with real clients; depends on them so that
         // `swift test` builds them; RingIO only to tell whether io_uring is available here.
-        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer", "HTTPServer", "RingIO"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer", "HTTPServer", "RingIO", "RingIOTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 import Dispatch
+import RingIOTestSupport
 import Synchronization
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("echo-server", .serialized, .enabled(if: ringSetUpError == nil, ringUnavailableReason))
+@Suite("echo-server", .serialized, .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct EchoServerTests {
     /// Every way of serving a connection: handlers on the accepting ring, handlers on a
     /// DispatchQueue per connection, a task per connection on the accepting ring.

@@ -60,24 +60,50 @@ package func spawn(_ arguments: [String]) throws -> pid_t {
     return pid
 }
 
-/// Waits (bounded) until `pid` has exited, without reaping it: it stays a zombie.
+/// glibc's `pidfd_open` (2.36 and later; the Glibc module does not show it): a descriptor that
+/// becomes readable when the process exits.
+private let pidfdOpenFunction: (@convention(c) (pid_t, CUnsignedInt) -> CInt)? = dlsym(
+    UnsafeMutableRawPointer(bitPattern: 0),
+    "pidfd_open"
+).map { unsafeBitCast($0, to: (@convention(c) (pid_t, CUnsignedInt) -> CInt).self) }
+
+/// Waits, at most `seconds`, until the process `pid` has exited, without reaping it (a child
+/// stays a zombie): the wait is for its pidfd to become readable — the exit itself, not a
+/// poll of `waitpid`. False on time-out, or when there is no such process (reaped already).
 package func waitForExitWithoutReaping(_ pid: pid_t, seconds: Double = 5) -> Bool {
-    eventually(seconds: seconds) {
-        var info = siginfo_t()
-        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
-            && info._sifields._sigchld.si_pid == pid
+    guard let open = pidfdOpenFunction else {
+        // An older glibc: look at the child's state until it has exited.
+        return eventually(seconds: seconds) {
+            var info = siginfo_t()
+            return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
+                && info._sifields._sigchld.si_pid == pid
+        }
+    }
+    let fd = open(pid, 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+    while true {
+        let left = max(deadline - ContinuousClock.now, .zero)
+        let milliseconds = CInt(left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000)
+        let ready = poll(&descriptor, 1, milliseconds)
+        if ready > 0 { return true }
+        if ready == 0 || errno != EINTR { return false }
     }
 }
 
-/// Reaps `pid` (bounded): its exit status, or nil (also when it is not a child to reap).
+/// Waits, at most `seconds`, for the child `pid` to exit, and reaps it: its wait status, or nil
+/// when it did not exit in time (it is left running) or is not a child to reap.
 package func reap(_ pid: pid_t, seconds: Double = 5) -> CInt? {
+    guard waitForExitWithoutReaping(pid, seconds: seconds) else { return nil }
     var status: CInt = 0
-    var result: pid_t = 0
-    _ = eventually(seconds: seconds) {
-        result = waitpid(pid, &status, WNOHANG)
-        return result != 0 && !(result == -1 && errno == EINTR)
+    while true {
+        let result = waitpid(pid, &status, 0)
+        if result == pid { return status }
+        if result == -1 && errno == EINTR { continue }
+        return nil
     }
-    return result == pid ? status : nil
 }
 
 /// The exit code in a `waitpid` status, or nil when the process did not exit normally.

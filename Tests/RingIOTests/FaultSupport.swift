@@ -312,6 +312,8 @@ func warmUpDescriptors() throws {
         close(reader)
         close(writer)
     }
+    // libdispatch makes its timer machinery on the first timer: one timer, fired. Not a wait
+    // for anything else — the timer is what is warmed up.
     let done = DispatchSemaphore(value: 0)
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { done.signal() }
     _ = wait(done)
