@@ -411,7 +411,12 @@ struct RingLoopUnderValgrindTests {
     @Test("with vgpreload in LD_PRELOAD the ring waits in poll(2): wake-ups, timeouts, shutdown still work")
     func waitsInPoll() async {
         // A child process: LD_PRELOAD is process-wide, and read at each ring's set-up.
-        await #expect(processExitsWith: .success) { try roundTripsOnARingThatWaitsInPoll() }
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            try roundTripsOnARingThatWaitsInPoll()
+        }
+        if let result, result.exitStatus != .exitCode(0) {
+            Issue.record("the child's standard error: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
     }
 }
 
