@@ -103,7 +103,7 @@ let package = Package(
             path: "Tests/RingIOTestSupport"
         ),
         .testTarget(name: "RingIOTests", dependencies: ["RingIO", "RingIOTestSupport"]),
-        .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
+        .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes", "RingIOTestSupport"]),
         .testTarget(
             name: "RingIOServiceLifecycleTests",
             dependencies: [

@@ -626,7 +626,7 @@ func readFile(_ path: String) -> [UInt8] {
 
 /// `count` deterministic pseudo-random bytes.
 func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-    var generator = SplitMix(seed: seed)
+    var generator = SplitMix64(seed: seed)
     var bytes = [UInt8]()
     bytes.reserveCapacity(count + 8)
     while bytes.count < count {

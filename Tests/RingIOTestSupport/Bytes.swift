@@ -68,3 +68,38 @@ package func expectSameBytes(
 package func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: ($0 &+ seed) &* 31 &+ 7) }
 }
+
+// MARK: - Reproducible randomness
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast and fully determined by its seed, so a
+/// failing randomized test is reproduced by its printed seed.
+package struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    package init(seed: UInt64) {
+        self.state = seed
+    }
+
+    package mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+// MARK: - Exit tests
+
+/// Expects an exit test's child to have written `message` to its standard error: a trap for
+/// another reason (or a crash in the test itself) does not pass for the right one. Observe
+/// `\.standardErrorContent` in the `#expect(processExitsWith:)` for it.
+package func expectStandardError(
+    _ result: ExitTest.Result?,
+    contains message: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    guard let result else { return }  // the exit expectation itself already failed
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains(message), "stderr: \(standardError.prefix(300))", sourceLocation: sourceLocation)
+}

@@ -59,20 +59,21 @@ package final class ChannelContext: Sendable {
         }
     }
 
+    /// The ring a channel is given: the context's own with a DispatchQueue; none on the ring,
+    /// which is then the channel's queue and ring both.
+    private var channelRing: RingLoop? {
+        self.kind == .dispatch ? self.ring : nil
+    }
+
     /// A channel over `fd`, with handlers on `queue`.
     package func channel(_ kind: IOChannel.Kind, _ fd: CInt, cleanup: CleanupLog) -> IOChannel {
-        switch self.kind {
-        case .dispatch:
-            IOChannel(
-                kind: kind,
-                fileDescriptor: fd,
-                queue: self.dispatchQueue,
-                ring: self.ring,
-                cleanupHandler: cleanup.handler
-            )
-        case .ring:
-            IOChannel(kind: kind, fileDescriptor: fd, queue: self.ring, cleanupHandler: cleanup.handler)
-        }
+        IOChannel(
+            kind: kind,
+            fileDescriptor: fd,
+            queue: self.queue,
+            ring: self.channelRing,
+            cleanupHandler: cleanup.handler
+        )
     }
 
     /// A path channel, with handlers on `queue`.
@@ -84,38 +85,21 @@ package final class ChannelContext: Sendable {
         permissions: FilePermissions? = nil,
         cleanup: CleanupLog
     ) throws(Errno) -> IOChannel {
-        switch self.kind {
-        case .dispatch:
-            try IOChannel(
-                kind: kind,
-                path: FilePath(path),
-                mode: mode,
-                options: options,
-                permissions: permissions,
-                queue: self.dispatchQueue,
-                ring: self.ring,
-                cleanupHandler: cleanup.handler
-            )
-        case .ring:
-            try IOChannel(
-                kind: kind,
-                path: FilePath(path),
-                mode: mode,
-                options: options,
-                permissions: permissions,
-                queue: self.ring,
-                cleanupHandler: cleanup.handler
-            )
-        }
+        try IOChannel(
+            kind: kind,
+            path: FilePath(path),
+            mode: mode,
+            options: options,
+            permissions: permissions,
+            queue: self.queue,
+            ring: self.channelRing,
+            cleanupHandler: cleanup.handler
+        )
     }
 
     /// A channel made from `channel`, with handlers on `queue`.
     package func channel(_ kind: IOChannel.Kind, from channel: IOChannel, cleanup: CleanupLog) -> IOChannel {
-        switch self.kind {
-        case .dispatch:
-            IOChannel(kind: kind, channel: channel, queue: self.dispatchQueue, cleanupHandler: cleanup.handler)
-        case .ring: IOChannel(kind: kind, channel: channel, queue: self.ring, cleanupHandler: cleanup.handler)
-        }
+        IOChannel(kind: kind, channel: channel, queue: self.queue, cleanupHandler: cleanup.handler)
     }
 
     /// A recorder that checks its handler runs on `queue`.
@@ -264,4 +248,67 @@ package func pipeCapacity(_ fd: CInt) -> Int {
 package func waitUntilFull(pipe reader: CInt) -> Bool {
     let capacity = pipeCapacity(reader)
     return eventually { pendingBytes(reader) >= capacity }
+}
+
+// MARK: - A channel on a socket pair, handlers on the ring
+
+/// A stream channel on one end (`local`) of a socket pair, with its handlers on `ring`; the test
+/// plays the peer (`peer`). ``finish(sourceLocation:)`` at the end.
+package final class RingSocketPair: Sendable {
+    package let ring: RingLoop
+    package let local: CInt
+    package let peer: CInt
+    package let channel: IOChannel
+    package let cleanup: CleanupLog
+    private let ownsRing: Bool
+    private let descriptorsClosed = Atomic<Bool>(false)
+
+    /// A pair on `ring`; on a ring of its own, shut down by ``finish(sourceLocation:)`` (or when
+    /// the pair goes), when `ring` is nil.
+    package init(on ring: RingLoop? = nil) throws {
+        self.ownsRing = ring == nil
+        let ring = try ring ?? RingLoop()
+        self.ring = ring
+        (self.local, self.peer) = try makeSocketPair()
+        self.cleanup = CleanupLog(onQueue: { ring.isCurrentThread }, barrier: HandlerBarrier(ring: ring))
+        self.channel = IOChannel(
+            kind: .stream,
+            fileDescriptor: self.local,
+            queue: ring,
+            cleanupHandler: self.cleanup.handler
+        )
+    }
+
+    deinit {
+        if self.ownsRing { self.ring.shutdown() }
+        self.closeDescriptors()
+    }
+
+    /// Closes the channel, checks that its cleanup handler ran once, with no error, then closes
+    /// both descriptors — not before the cleanup: a channel still on the descriptor would act on
+    /// whatever another test opens with the same number.
+    package func finish(sourceLocation: SourceLocation = #_sourceLocation) {
+        self.channel.close()
+        self.cleanup.expectOnce(nil, sourceLocation: sourceLocation)
+        self.finished()
+    }
+
+    /// As ``finish(sourceLocation:)``, without blocking a thread.
+    package func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
+        self.channel.close()
+        await self.cleanup.expectOnceAsync(nil, sourceLocation: sourceLocation)
+        self.finished()
+    }
+
+    private func finished() {
+        guard self.cleanup.wasCalled else { return }
+        self.closeDescriptors()
+        if self.ownsRing { self.ring.shutdown() }
+    }
+
+    private func closeDescriptors() {
+        guard !self.descriptorsClosed.exchange(true, ordering: .relaxed) else { return }
+        close(self.local)
+        close(self.peer)
+    }
 }

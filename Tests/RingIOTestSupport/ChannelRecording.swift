@@ -56,10 +56,10 @@ package final class OperationLog: Sendable {
         var ropes: [ByteRope] = []
         var problems: [String] = []
         var inside = false
-        var submitter: pthread_t?
     }
 
     private let state = _Lock(State())
+    private let submitter = SubmittingThread()
     private let finished = DispatchSemaphore(value: 0)
     private let onQueue: (@Sendable () -> Bool)?
     private let allowsEmptyIntermediates: Bool
@@ -82,9 +82,7 @@ package final class OperationLog: Sendable {
     /// Runs `body` (the submitting call) and notes the thread, so that a handler called from
     /// inside it is caught.
     package func submitting(_ body: () -> Void) {
-        self.state.withLock { $0.submitter = pthread_self() }
-        body()
-        self.state.withLock { $0.submitter = nil }
+        self.submitter.submitting(body)
     }
 
     package var readHandler: @Sendable (Bool, ByteRope?, Errno?) -> Void {
@@ -98,11 +96,10 @@ package final class OperationLog: Sendable {
     private func record(_ done: Bool, _ data: ByteRope?, _ error: Errno?, isWrite: Bool) {
         let call = HandlerCall(done, data.map { Array($0) }, error)
         let wrongQueue = self.onQueue.map { !$0() } ?? false
+        let insideSubmission = self.submitter.isCurrent
         self.state.withLock { state in
             if state.inside { state.problems.append("overlapping handler calls (R32) at \(call)") }
-            if let submitter = state.submitter, pthread_equal(submitter, pthread_self()) != 0 {
-                state.problems.append("handler called inside the submitting call (D7): \(call)")
-            }
+            if insideSubmission { state.problems.append("handler called inside the submitting call (D7): \(call)") }
             if state.calls.last?.done == true { state.problems.append("call after the final call (R33): \(call)") }
             if wrongQueue { state.problems.append("handler ran off the channel's queue (D7): \(call)") }
             if isWrite {
@@ -215,7 +212,8 @@ extension OperationLog {
 /// Records the calls of a convenience (one-shot) handler, as final `HandlerCall`s: exactly one
 /// is expected (R77), on the given queue, never inside the submitting call (D7).
 package final class ConvenienceLog: Sendable {
-    private let state = _Lock<(calls: [HandlerCall], problems: [String], submitter: pthread_t?)>(([], [], nil))
+    private let state = _Lock<(calls: [HandlerCall], problems: [String])>(([], []))
+    private let submitter = SubmittingThread()
     private let called = DispatchSemaphore(value: 0)
     private let onQueue: (@Sendable () -> Bool)?
     private let barrier: HandlerBarrier?
@@ -230,9 +228,7 @@ package final class ConvenienceLog: Sendable {
     }
 
     package func submitting(_ body: () -> Void) {
-        self.state.withLock { $0.submitter = pthread_self() }
-        body()
-        self.state.withLock { $0.submitter = nil }
+        self.submitter.submitting(body)
     }
 
     package var readHandler: @Sendable (ByteRope, Errno?) -> Void {
@@ -245,10 +241,9 @@ package final class ConvenienceLog: Sendable {
 
     private func record(_ call: HandlerCall) {
         let wrongQueue = self.onQueue.map { !$0() } ?? false
+        let insideSubmission = self.submitter.isCurrent
         self.state.withLock { state in
-            if let submitter = state.submitter, pthread_equal(submitter, pthread_self()) != 0 {
-                state.problems.append("handler called inside the submitting call (D7): \(call)")
-            }
+            if insideSubmission { state.problems.append("handler called inside the submitting call (D7): \(call)") }
             if wrongQueue { state.problems.append("handler ran off the given queue (D7): \(call)") }
             state.calls.append(call)
         }
@@ -417,3 +412,23 @@ extension HandlerCall {
 }
 
 /// The bytes of `pattern(count, seed:)`, made fast enough for megabytes in a debug build.
+
+/// The thread running a submitting call, if any: recorders check that a handler is never called
+/// from inside the call that caused it (D7).
+package final class SubmittingThread: Sendable {
+    private let thread = _Lock<pthread_t?>(nil)
+
+    package init() {}
+
+    /// Runs `body` (the submitting call) and notes the thread meanwhile.
+    package func submitting(_ body: () -> Void) {
+        self.thread.withLock { $0 = pthread_self() }
+        body()
+        self.thread.withLock { $0 = nil }
+    }
+
+    /// Whether the caller runs inside a submitting call now.
+    package var isCurrent: Bool {
+        self.thread.withLock { thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+}

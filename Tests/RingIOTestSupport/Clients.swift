@@ -148,3 +148,19 @@ package func connectClients(_ count: Int, _ host: String, _ port: UInt16) throws
     }
     return clients
 }
+
+/// Each client sends bytes of its own (`patternBytes(size(index), seed: seed + index)`), then
+/// expects them back, byte for byte, within 10 s: what a test of an echo server checks.
+package func expectEchoes(
+    from clients: [CInt],
+    size: (Int) -> Int,
+    seed: Int = 0,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    for (index, client) in clients.enumerated() {
+        let sent = patternBytes(size(index), seed: seed + index)
+        #expect(write(client, sent, sent.count) == sent.count, sourceLocation: sourceLocation)
+        setReceiveTimeout(client, seconds: 10)
+        #expect(readExactly(client, sent.count) == sent, "client \(index)", sourceLocation: sourceLocation)
+    }
+}

@@ -182,6 +182,37 @@ package func bounded<T: Sendable>(
     }
 }
 
+/// The outcome of ``bounded(seconds:_:)`` as bytes or the error thrown, for comparisons.
+package enum Outcome: Equatable, CustomStringConvertible {
+    case bytes([UInt8])
+    case error(Errno)
+    case otherError(String)
+    case timedOut
+
+    package init(_ result: Result<[UInt8], any Error>?) {
+        switch result {
+        case .success(let bytes)?: self = .bytes(bytes)
+        case .failure(let error as Errno)?: self = .error(error)
+        case .failure(let error)?: self = .otherError("\(error)")
+        case nil: self = .timedOut
+        }
+    }
+
+    /// For a body that returns nothing: `.bytes([])` on success.
+    package init(_ result: Result<Void, any Error>?) {
+        self.init(result.map { $0.map { [UInt8]() } })
+    }
+
+    package var description: String {
+        switch self {
+        case .bytes(let bytes): "\(bytes.count) bytes"
+        case .error(let error): "\(error)"
+        case .otherError(let error): "error \(error)"
+        case .timedOut: "no result in time"
+        }
+    }
+}
+
 /// CLOCK_REALTIME, since the epoch.
 package func wallClockNow() -> Duration {
     var now = timespec()

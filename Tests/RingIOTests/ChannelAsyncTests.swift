@@ -25,32 +25,6 @@ private func collect(_ channel: IOChannel, offset: Int64 = 0, length: Int = .max
     return all
 }
 
-/// The outcome of `bounded` as bytes or the error thrown, for comparisons.
-private enum Outcome: Equatable, CustomStringConvertible {
-    case bytes([UInt8])
-    case error(Errno)
-    case otherError(String)
-    case timedOut
-
-    init(_ result: Result<[UInt8], any Error>?) {
-        switch result {
-        case .success(let bytes)?: self = .bytes(bytes)
-        case .failure(let error as Errno)?: self = .error(error)
-        case .failure(let error)?: self = .otherError("\(error)")
-        case nil: self = .timedOut
-        }
-    }
-
-    var description: String {
-        switch self {
-        case .bytes(let bytes): "\(bytes.count) bytes"
-        case .error(let error): "\(error)"
-        case .otherError(let error): "error \(error)"
-        case .timedOut: "no result within 10 s"
-        }
-    }
-}
-
 @Suite("IOChannel: async surface (D8)", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct ChannelAsyncTests {
     @Test("D8 reads() yields the stream's bytes in order and ends at EOF", arguments: QueueKind.allCases)

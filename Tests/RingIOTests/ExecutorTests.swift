@@ -53,73 +53,10 @@ enum ExecutorTestPlacement: String, CaseIterable, Sendable, CustomTestStringConv
     }
 }
 
-/// The outcome of `bounded` as bytes or the error thrown, for comparisons.
-private enum Outcome: Equatable, CustomStringConvertible {
-    case bytes([UInt8])
-    case error(Errno)
-    case otherError(String)
-    case timedOut
-
-    init(_ result: Result<[UInt8], any Error>?) {
-        switch result {
-        case .success(let bytes)?: self = .bytes(bytes)
-        case .failure(let error as Errno)?: self = .error(error)
-        case .failure(let error)?: self = .otherError("\(error)")
-        case nil: self = .timedOut
-        }
-    }
-
-    /// For a body that returns nothing: `.bytes([])` on success.
-    init(_ result: Result<Void, any Error>?) {
-        self.init(result.map { $0.map { [UInt8]() } })
-    }
-
-    var description: String {
-        switch self {
-        case .bytes(let bytes): "\(bytes.count) bytes"
-        case .error(let error): "\(error)"
-        case .otherError(let error): "error \(error)"
-        case .timedOut: "no result in time"
-        }
-    }
-}
-
 /// Runs `body` on the ring thread (as a closure enqueued on the ring) and returns its result.
 private func onRing<T: Sendable>(_ ring: RingLoop, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         ring.enqueue { continuation.resume(returning: body()) }
-    }
-}
-
-/// A socket pair whose `local` end is a stream channel on `ring`; the test plays the peer.
-private final class RingSocketPair: Sendable {
-    let ring: RingLoop
-    let local: CInt
-    let peer: CInt
-    let channel: IOChannel
-    let cleanup: CleanupLog
-
-    init(on ring: RingLoop) throws {
-        self.ring = ring
-        self.cleanup = CleanupLog(barrier: HandlerBarrier(ring: ring))
-        (self.local, self.peer) = try makeSocketPair()
-        self.channel = IOChannel(
-            kind: .stream,
-            fileDescriptor: self.local,
-            queue: ring,
-            cleanupHandler: self.cleanup.handler
-        )
-    }
-
-    /// Closes the channel, checks its cleanup handler ran once with no error, then closes both
-    /// descriptors — not before the cleanup: a channel still on the descriptor would act on
-    /// whatever another test opens with the same number.
-    func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
-        self.channel.close()
-        await self.cleanup.expectOnceAsync(nil, sourceLocation: sourceLocation)
-        guard self.cleanup.wasCalled else { return }
-        close(self.local)
-        close(self.peer)
     }
 }
 

@@ -22,7 +22,7 @@ import Glibc
 /// EMFILE (reported, the listener backs off and keeps serving). Once descriptors are free again,
 /// every connection is accepted exactly once — the accepted descriptors' peers are exactly the
 /// 100 clients — and each carries its client's bytes. Nothing is left open at the end.
-private func acceptStormAtDescriptorLimit(_ queueKind: QueueKind) throws {
+func acceptStormAtDescriptorLimit(_ queueKind: QueueKind) throws {
     let clientsCount = 100
     try expectNoDescriptorLeak {
         // The limit first (an accept takes RLIMIT_NOFILE when it is prepared): room for the
@@ -84,16 +84,5 @@ private func acceptStormAtDescriptorLimit(_ queueKind: QueueKind) throws {
         }
         #expect(wrong == 0, "\(wrong) accepted connections did not carry their client's bytes")
         log.expectWellFormed()
-    }
-}
-
-@Suite("Faults: accept, in a child process", .enabled(if: ringIsAvailable, ringUnavailableReason))
-struct FaultAcceptTests {
-    @Test(
-        "an EMFILE storm on accept: 100 connections at the descriptor limit, each accepted once when room comes back",
-        arguments: QueueKind.allCases
-    )
-    func descriptorStorm(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try acceptStormAtDescriptorLimit(queue) }
     }
 }

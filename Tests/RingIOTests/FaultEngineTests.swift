@@ -100,7 +100,7 @@ private func completionQueueOverflow() throws {
 /// then the group shuts down. Every operation gets exactly one final call; every byte the peer
 /// sent is either delivered (in order, once) or still in the socket; every byte a write handed
 /// the kernel is exactly what the peer finds, in order; every cleanup handler runs once.
-private func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
+func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
     let channelsCount = 500
     let readsPerChannel = 10
     let writesPerChannel = 10
@@ -246,7 +246,7 @@ private func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
 /// peer sends 32 KiB; close(.stop) from four other threads, at varied moments. Exactly one
 /// final call per operation; the read's bytes, then what is left in the socket, are exactly
 /// what the peer sent; what the peer received is exactly what the write did not hand back.
-private func stopRacingCompletions(_ queueKind: QueueKind) throws {
+func stopRacingCompletions(_ queueKind: QueueKind) throws {
     let connections = 300
     let incomingSize = 32_768
     let outgoingSize = 1_048_576
@@ -355,7 +355,7 @@ private func stopRacingCompletions(_ queueKind: QueueKind) throws {
 
 /// Writes to /dev/full end with ENOSPC and hand back exactly all of their data; the channel
 /// stays usable; reads from it still work.
-private func writeToFullDevice(_ queueKind: QueueKind) throws {
+func writeToFullDevice(_ queueKind: QueueKind) throws {
     try expectNoDescriptorLeak {
         let context = try ChannelContext(queueKind)
         defer { context.shutdown() }
@@ -401,7 +401,7 @@ private func writeToFullDevice(_ queueKind: QueueKind) throws {
 /// cleanup handler ran, its descriptors are closed and the kernel hands the same numbers to a
 /// new pipe at once; a channel on them must see nothing of the old one (no late completion,
 /// no poisoned state, no stolen byte) and move its own bytes exactly.
-private func descriptorReuseAfterClose(_ queueKind: QueueKind) throws {
+func descriptorReuseAfterClose(_ queueKind: QueueKind) throws {
     try expectNoDescriptorLeak {
         let context = try ChannelContext(queueKind)
         defer { context.shutdown() }
@@ -486,34 +486,5 @@ struct FaultEngineTests {
     )
     func completionQueueOverflows() async {
         await #expect(processExitsWith: .success) { try completionQueueOverflow() }
-    }
-
-    @Test(
-        "a group shut down with 10,000 operations in flight: one final call each, no byte lost or doubled",
-        arguments: QueueKind.allCases
-    )
-    func groupShutdown(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try groupShutdownUnderLoad(queue) }
-    }
-
-    @Test(
-        "close(.stop) racing completions on 300 sockets: one final call each, every byte accounted for",
-        arguments: QueueKind.allCases
-    )
-    func stopRacing(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try stopRacingCompletions(queue) }
-    }
-
-    @Test("ENOSPC: writes to /dev/full hand back all their data, once", arguments: QueueKind.allCases)
-    func noSpace(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try writeToFullDevice(queue) }
-    }
-
-    @Test(
-        "descriptor numbers reused at once after a stopped channel's cleanup: the new channel sees nothing of the old",
-        arguments: QueueKind.allCases
-    )
-    func descriptorReuse(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try descriptorReuseAfterClose(queue) }
     }
 }

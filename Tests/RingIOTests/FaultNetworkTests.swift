@@ -23,7 +23,7 @@ import Glibc
 /// 100 connections; each peer sends 20,000 bytes, waits until the channel delivered them (the
 /// read of everything is still pending), and resets (SO_LINGER 0). Each read delivers exactly
 /// the bytes sent, once, in order, then its one final call: ECONNRESET.
-private func resetMidRead(_ queueKind: QueueKind) throws {
+func resetMidRead(_ queueKind: QueueKind) throws {
     let connections = 100
     let size = 20_000
     try expectNoDescriptorLeak {
@@ -62,7 +62,7 @@ private func resetMidRead(_ queueKind: QueueKind) throws {
 /// first write handed the kernel, every byte once, in order. (The bytes between — in the
 /// kernel's buffers when the reset came — are gone with the connection: the write reports them
 /// written, as the kernel did.)
-private func resetMidWrite(_ queueKind: QueueKind) throws {
+func resetMidWrites(_ queueKind: QueueKind) throws {
     let connections = 20
     let size = 2 * 1_048_576
     let peerReads = 100_000
@@ -129,7 +129,7 @@ private func resetMidWrite(_ queueKind: QueueKind) throws {
 /// 50 connections; each peer sends 50,000 bytes and shuts down its writing side (half-close):
 /// the channel's read gets them all, once, in order, then end of file; the channel then writes
 /// 200,000 bytes of many regions, which the peer (still reading) gets exactly.
-private func halfClose(_ queueKind: QueueKind) throws {
+func halfClose(_ queueKind: QueueKind) throws {
     let connections = 50
     let incoming = 50_000
     let outgoing = 200_000
@@ -190,7 +190,7 @@ private func halfClose(_ queueKind: QueueKind) throws {
 /// under three 1 MiB vectored writes each (regions of 1 byte to 16 KiB, far more than IOV_MAX
 /// per write): every byte arrives once, in order; every write's intermediate calls hand back a
 /// shrinking tail and its one final call succeeds.
-private func slowReader(_ queueKind: QueueKind) throws {
+func slowReaders(_ queueKind: QueueKind) throws {
     let connections = 4
     let writesPerConnection = 3
     let size = 1_048_576
@@ -314,38 +314,6 @@ private func receiveBuffersExhausted() throws {
 
 @Suite("Faults: TCP connections, in a child process", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct FaultNetworkTests {
-    @Test(
-        "peers reset (SO_LINGER 0) mid-read on 100 connections: every byte once, then ECONNRESET once",
-        arguments: QueueKind.allCases
-    )
-    func peerResetMidRead(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try resetMidRead(queue) }
-    }
-
-    @Test(
-        "peers reset (SO_LINGER 0) mid-write on 20 connections: one final call per write, exactly the tail handed back",
-        arguments: QueueKind.allCases
-    )
-    func peerResetMidWrite(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try resetMidWrite(queue) }
-    }
-
-    @Test(
-        "half-close on 50 connections: every byte, then EOF; writes afterwards arrive exactly",
-        arguments: QueueKind.allCases
-    )
-    func peerHalfClose(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try halfClose(queue) }
-    }
-
-    @Test(
-        "slow readers with a tiny SO_RCVBUF under 3 × 1 MiB vectored writes: every byte once, in order",
-        arguments: QueueKind.allCases
-    )
-    func slowReaders(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try slowReader(queue) }
-    }
-
     @Test("receive buffers exhausted under 1,000 connections: every byte once, in order")
     func buffersExhausted() async {
         await #expect(processExitsWith: .success) { try receiveBuffersExhausted() }

@@ -464,7 +464,7 @@ struct ListenerOptionTests {
 
 /// At EMFILE the listener reports `.failed(EMFILE)`, backs off instead of spinning, and accepts
 /// again once descriptors are free.
-private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
+func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
     // Lower the limit first: an accept takes RLIMIT_NOFILE when it is prepared, and a multishot
     // accept armed before a change keeps the old limit.
     var limit = rlimit()
@@ -535,14 +535,6 @@ private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
 
 @Suite("IOListener: errors and close", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct ListenerErrorTests {
-    @Test(
-        "EMFILE: .failed(EMFILE) is reported, the listener backs off without spinning and accepts again (child process)",
-        arguments: QueueKind.allCases
-    )
-    func descriptorLimit(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try acceptAtDescriptorLimit(queue) }
-    }
-
     @Test("EADDRINUSE when the port is taken and reusePort is off")
     func addressInUse() throws {
         let context = try ChannelContext(.ring)

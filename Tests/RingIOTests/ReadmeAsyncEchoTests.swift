@@ -46,12 +46,7 @@ struct ReadmeAsyncEchoTests {
 
         // Clients at once, each with its own bytes, some larger than a receive buffer.
         let clients = try connectClients(32, "127.0.0.1", listening)
-        for (index, client) in clients.enumerated() {
-            let sent = patternBytes(1 + index * 4_099, seed: index)
-            #expect(write(client, sent, sent.count) == sent.count)
-            setReceiveTimeout(client, seconds: 10)
-            #expect(readExactly(client, sent.count) == sent, "client \(index)")
-        }
+        expectEchoes(from: clients, size: { 1 + $0 * 4_099 })
         for client in clients { close(client) }
 
         server.cancel()

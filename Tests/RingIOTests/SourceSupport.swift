@@ -128,10 +128,10 @@ final class SourceLog: Sendable {
         var cancellations: [ContinuousClock.Instant] = []
         var problems: [String] = []
         var inside = false
-        var submitter: pthread_t?
     }
 
     private let state = _Lock(State())
+    private let submitter = SubmittingThread()
     private let onQueue: (@Sendable () -> Bool)?
     private let holdMicroseconds: UInt32
     private let onEvent: (@Sendable (UInt) -> Void)?
@@ -167,16 +167,12 @@ final class SourceLog: Sendable {
     /// Runs `body` (a call such as `merge` or `resume`) and notes the thread, so that a handler
     /// called from inside it is caught.
     func submitting(_ body: () -> Void) {
-        self.state.withLock { $0.submitter = pthread_self() }
-        body()
-        self.state.withLock { $0.submitter = nil }
+        self.submitter.submitting(body)
     }
 
     private func checkCaller(_ what: String, _ state: inout State) {
         if self.onQueue.map({ !$0() }) ?? false { state.problems.append("\(what) ran off the source's queue") }
-        if let submitter = state.submitter, pthread_equal(submitter, pthread_self()) != 0 {
-            state.problems.append("\(what) ran inside the call that caused it")
-        }
+        if self.submitter.isCurrent { state.problems.append("\(what) ran inside the call that caused it") }
     }
 
     private func event(_ source: (some RecordedSource)?) {

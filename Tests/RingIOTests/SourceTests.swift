@@ -982,7 +982,7 @@ private func sendOneByOne(_ signal: CInt, count: Int, expecting logs: [SourceLog
 }
 
 /// Signals reach a signal source: the data of its events adds up to the signals sent.
-private func signalsAreCounted(_ queue: QueueKind) throws {
+func signalsAreCounted(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
     let log = context.sourceLog()
@@ -997,7 +997,7 @@ private func signalsAreCounted(_ queue: QueueKind) throws {
 }
 
 /// Signals that arrive while the source is suspended come as one event with the count.
-private func signalsCoalesceWhileSuspended(_ queue: QueueKind) throws {
+func signalsCoalesceWhileSuspended(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
     let log = context.sourceLog()
@@ -1029,7 +1029,7 @@ private let countingHandler: @convention(c) (CInt) -> Void = { _ in
 
 /// Two sources on one signal both see every signal; the disposition in force before the first
 /// source is back once the last is cancelled, and the signal reaches it again.
-private func twoSourcesThenDispositionRestored(_ queue: QueueKind) throws {
+func twoSourcesThenDispositionRestored(_ queue: QueueKind) throws {
     _ = usr1Caught.load(ordering: .relaxed)
     setDisposition(of: SIGUSR1, to: countingHandler)
     let before = disposition(of: SIGUSR1)
@@ -1099,24 +1099,6 @@ private func ignoredSignalReachesSource(_ queue: QueueKind) throws {
 
 @Suite("IOSource: signals, in a child process", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct SourceSignalTests {
-    @Test("signal: the data of the events adds up to the signals sent", arguments: QueueKind.allCases)
-    func counted(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try signalsAreCounted(queue) }
-    }
-
-    @Test("signal: signals while suspended come as one event with their count", arguments: QueueKind.allCases)
-    func coalescedWhileSuspended(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try signalsCoalesceWhileSuspended(queue) }
-    }
-
-    @Test(
-        "signal: two sources on one signal both see it; the previous disposition is back after the last is cancelled",
-        arguments: QueueKind.allCases
-    )
-    func twoSourcesAndRestore(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try twoSourcesThenDispositionRestored(queue) }
-    }
-
     @Test("signal: SIG_IGN (or SIG_DFL) first, then a source: it gets the signal; the disposition is restored")
     func ignoredFirst() async {
         await #expect(processExitsWith: .success) { try ignoredSignalReachesSource(.ring) }
