@@ -28,12 +28,17 @@ package enum QueueKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
     package var testDescription: String { self.rawValue }
 }
 
-/// A ring and a queue for one test; `shutdown()` at the end (defer).
+/// A ring and a queue for one test; `shutdown()` at the end (defer). Descriptors made through
+/// it (``pipe()``, ``socketPair()``, ``endpoint(_:)``) are closed by `shutdown()` after the
+/// ring: no channel can act on them any more, and no other test's descriptor gets the number
+/// while one does. A test that closes one of them itself does it with ``close(_:)``.
 package final class ChannelContext: Sendable {
     package let kind: QueueKind
     package let ring: RingLoop
     package let dispatchQueue: DispatchQueue
     private let label: String
+    /// The descriptors to close at `shutdown()`, and the endpoints to close then.
+    private let owned = _Lock<(descriptors: [CInt], endpoints: [StreamEndpoint])>(([], []))
 
     package init(_ kind: QueueKind) throws {
         self.kind = kind
@@ -168,6 +173,44 @@ package final class ChannelContext: Sendable {
 
     package func shutdown() {
         self.ring.shutdown()
+        let (descriptors, endpoints) = self.owned.withLock { owned in
+            defer { owned = ([], []) }
+            return owned
+        }
+        for fd in descriptors { Glibc.close(fd) }
+        for endpoint in endpoints { endpoint.close() }
+    }
+
+    /// A pipe (both ends close-on-exec), closed at `shutdown()`.
+    package func pipe() throws -> (read: CInt, write: CInt) {
+        let ends = try makePipe()
+        self.owned.withLock { $0.descriptors += [ends.read, ends.write] }
+        return ends
+    }
+
+    /// A connected pair of Unix stream sockets, closed at `shutdown()`.
+    package func socketPair() throws -> (CInt, CInt) {
+        let ends = try makeSocketPair()
+        self.owned.withLock { $0.descriptors += [ends.0, ends.1] }
+        return ends
+    }
+
+    /// A stream endpoint of `kind`, closed at `shutdown()`.
+    package func endpoint(_ kind: EndpointKind) throws -> StreamEndpoint {
+        let endpoint = try StreamEndpoint(kind)
+        self.owned.withLock { $0.endpoints.append(endpoint) }
+        return endpoint
+    }
+
+    /// Closes `fd`, one of the context's, now rather than at `shutdown()`.
+    package func close(_ fd: CInt) {
+        let owned = self.owned.withLock { owned in
+            guard let index = owned.descriptors.firstIndex(of: fd) else { return false }
+            owned.descriptors.remove(at: index)
+            return true
+        }
+        precondition(owned, "ChannelContext.close(\(fd)): not a descriptor of the context, or closed already")
+        Glibc.close(fd)
     }
 }
 

@@ -147,9 +147,7 @@ package final class OperationLog: Sendable {
 
     /// Waits (bounded) for the final call.
     package func waitForFinal(seconds: Double = 10) -> Bool {
-        guard self.finished.wait(timeout: .now() + seconds) == .success else { return false }
-        self.finished.signal()
-        return true
+        waitLeavingSignalled(self.finished, seconds: seconds)
     }
 
     /// Waits (bounded) until at least `count` calls have been made.
@@ -255,9 +253,7 @@ package final class ConvenienceLog: Sendable {
     package var wasCalled: Bool { !self.calls.isEmpty }
 
     package func wait(seconds: Double = 10) -> Bool {
-        guard self.called.wait(timeout: .now() + seconds) == .success else { return false }
-        self.called.signal()
-        return true
+        waitLeavingSignalled(self.called, seconds: seconds)
     }
 
     /// Waits for the call, passes the barrier (a second call would have come before it), then
@@ -318,9 +314,7 @@ package final class CleanupLog: Sendable {
 
     /// Waits (bounded) for the first call.
     package func wait(seconds: Double = 10) -> Bool {
-        guard self.called.wait(timeout: .now() + seconds) == .success else { return false }
-        self.called.signal()
-        return true
+        waitLeavingSignalled(self.called, seconds: seconds)
     }
 
     /// As ``expectOnce(_:sourceLocation:)``, for async tests: without blocking a thread.
@@ -431,4 +425,12 @@ package final class SubmittingThread: Sendable {
     package var isCurrent: Bool {
         self.thread.withLock { thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
+}
+
+/// Waits (at most `seconds`) for `semaphore`, and leaves it signalled: a recorder's "was it
+/// called", asked as often as a test likes.
+package func waitLeavingSignalled(_ semaphore: DispatchSemaphore, seconds: Double) -> Bool {
+    guard semaphore.wait(timeout: .now() + seconds) == .success else { return false }
+    semaphore.signal()
+    return true
 }

@@ -271,6 +271,34 @@ func raiseDescriptorLimit(to count: Int) throws -> Int {
     return Int(limit.rlim_cur)
 }
 
+/// Runs `body` with the soft RLIMIT_NOFILE set to `count`, then sets it back. (An accept takes
+/// the limit when it is prepared: a multishot accept armed before a change keeps the old one.)
+func withDescriptorLimit<T>(_ count: Int, _ body: () throws -> T) throws -> T {
+    var limit = rlimit()
+    try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "getrlimit: \(errno)")
+    var saved = limit
+    limit.rlim_cur = rlim_t(count)
+    try #require(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "setrlimit: \(errno)")
+    defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+    return try body()
+}
+
+/// Opens /dev/null until the process has no descriptor left (at most `limit` times), and
+/// requires that it has none left then: the placeholders, for the caller to close.
+func takeEveryDescriptorLeft(limit: Int) throws -> [CInt] {
+    var placeholders: [CInt] = []
+    while placeholders.count < limit {
+        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { break }
+        placeholders.append(fd)
+    }
+    let more = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    if more >= 0 { close(more) }
+    for fd in placeholders where more >= 0 { close(fd) }
+    try #require(more == -1 && errno == EMFILE, "descriptors left after taking \(placeholders.count)")
+    return placeholders
+}
+
 /// What each open descriptor of the process refers to ("anon_inode:[eventfd]",
 /// "socket:[1234]", a path), from /proc/self/fd.
 func openDescriptorTargets() -> [String] {

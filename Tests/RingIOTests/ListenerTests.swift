@@ -465,15 +465,11 @@ struct ListenerOptionTests {
 /// At EMFILE the listener reports `.failed(EMFILE)`, backs off instead of spinning, and accepts
 /// again once descriptors are free.
 func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
-    // Lower the limit first: an accept takes RLIMIT_NOFILE when it is prepared, and a multishot
-    // accept armed before a change keeps the old limit.
-    var limit = rlimit()
-    try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "getrlimit: \(errno)")
-    var saved = limit
-    limit.rlim_cur = rlim_t(highestOpenDescriptor() + 64)
-    try #require(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "setrlimit: \(errno)")
-    defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+    // Lower the limit first.
+    try withDescriptorLimit(Int(highestOpenDescriptor()) + 64) { try acceptAtLimit(queue) }
+}
 
+private func acceptAtLimit(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
     let log = context.listenerLog()
@@ -488,14 +484,8 @@ func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
     try #require(log.waitForAccepted(1), "the first connection was not accepted")
 
     // Take every descriptor left.
-    var placeholders: [CInt] = []
+    var placeholders = try takeEveryDescriptorLeft(limit: 1_000)
     defer { for fd in placeholders { close(fd) } }
-    while placeholders.count < 1_000 {
-        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { break }
-        placeholders.append(fd)
-    }
-    try #require(open("/dev/null", O_RDONLY | O_CLOEXEC) == -1 && errno == EMFILE, "descriptors left after filling")
 
     // Two clients take the descriptors two placeholders free, before they connect (a pending
     // connection would let the listener take them): accept has none left.
