@@ -304,10 +304,10 @@ package final class RingSocketPair: Sendable {
     package let channel: IOChannel
     package let cleanup: CleanupLog
     private let ownsRing: Bool
-    private let descriptorsClosed = Atomic<Bool>(false)
 
     /// A pair on `ring`; on a ring of its own, shut down by ``finish(sourceLocation:)`` (or when
-    /// the pair goes), when `ring` is nil.
+    /// the pair goes), when `ring` is nil. A test that does not call `finish` closes the
+    /// descriptors itself.
     package init(on ring: RingLoop? = nil) throws {
         self.ownsRing = ring == nil
         let ring = try ring ?? RingLoop()
@@ -322,9 +322,11 @@ package final class RingSocketPair: Sendable {
         )
     }
 
+    // The descriptors are not closed here: a test that closes one itself (to end the stream)
+    // would have its number closed again, under whatever another test opened with it; and one
+    // whose channel was not cleaned up must stay open while the channel may act on it.
     deinit {
         if self.ownsRing { self.ring.shutdown() }
-        self.closeDescriptors()
     }
 
     /// Closes the channel, checks that its cleanup handler ran once, with no error, then closes
@@ -345,13 +347,8 @@ package final class RingSocketPair: Sendable {
 
     private func finished() {
         guard self.cleanup.wasCalled else { return }
-        self.closeDescriptors()
-        if self.ownsRing { self.ring.shutdown() }
-    }
-
-    private func closeDescriptors() {
-        guard !self.descriptorsClosed.exchange(true, ordering: .relaxed) else { return }
         close(self.local)
         close(self.peer)
+        if self.ownsRing { self.ring.shutdown() }
     }
 }
