@@ -30,6 +30,9 @@
 #   SWIFT_VERSION   the thresholds file to use, Thresholds/instructions/<version>.txt
 #                   (default: major.minor of `swift --version`)
 #   SCRATCH_PATH    the build directory of the repository's package (default: .build)
+#   PACKAGE_PATH    the package whose release build of echo-server and http-server to count
+#                   (default: the repository's; CI: Benchmarks, which builds both as
+#                   dependencies of its throughput comparison, from the same sources)
 #   TOLERANCE       percent (default: 1)
 #===----------------------------------------------------------------------===#
 
@@ -59,6 +62,8 @@ swift_version="${SWIFT_VERSION:-$(swift --version 2>/dev/null | sed -nE 's/.*Swi
 [[ -n "$swift_version" ]] || fatal "could not tell the Swift version from 'swift --version'; set SWIFT_VERSION"
 thresholds="Benchmarks/Thresholds/instructions/${swift_version}.txt"
 scratch="${SCRATCH_PATH:-.build}"
+package="${PACKAGE_PATH:-.}"
+if [[ "$package" != "." && -z "${SCRATCH_PATH:-}" ]]; then scratch="$package/.build"; fi
 tolerance="${TOLERANCE:-1}"
 update_command="bash Benchmarks/run-instruction-check.sh --update"
 if [[ " ${extra_arguments[*]} " != *" --update "* && ! -f "$thresholds" ]]; then
@@ -69,9 +74,9 @@ fi
 start=$SECONDS
 log "Building echo-server and http-server (release, ${scratch})..."
 for product in echo-server http-server; do
-    swift build -c release --scratch-path "$scratch" --product "$product" </dev/null
+    swift build -c release --package-path "$package" --scratch-path "$scratch" --product "$product" </dev/null
 done
-bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path </dev/null)"
+bin="$(swift build -c release --package-path "$package" --scratch-path "$scratch" --show-bin-path </dev/null)"
 log "Built in $((SECONDS - start)) s."
 
 work="$(mktemp -d)"
