@@ -141,13 +141,15 @@ package enum _RingIOTesting {
     ///
     /// What the barrier cannot wait for: work on other threads that has not posted its result
     /// yet — an io_uring worker running a file read or a splice, the readiness engine's
-    /// blocking pool, a DispatchQueue handler still running (and what it enqueues after).
+    /// blocking pool, a DispatchQueue handler still running (and what it enqueues after), and
+    /// bytes on loopback TCP, which reach the receiving socket in a softirq that a loaded
+    /// machine may run later, on a kernel thread (a test waits for those bytes themselves).
     ///
     /// Why not a no-op with IOSQE_IO_DRAIN: a drained request waits for every request in
     /// flight, and a multishot receive or accept, or a poll on a quiet descriptor, never
     /// completes — the barrier would never pass while a channel reads or a listener accepts.
-    /// Nor a plain no-op: it completes at once, in the submit that also runs the completions
-    /// the kernel queued, and its target may run before theirs in that turn.
+    /// And why two turns after the no-op: it completes at once, in the submit that also runs
+    /// the completions the kernel queued, so its target may run before theirs in that turn.
     package static func barrier(on ring: RingLoop, completion: @escaping @Sendable () -> Void) {
         ring.enqueue {
             ring.core.actOnReadinessAtNextFlush()

@@ -145,9 +145,17 @@ package final class OperationLog: Sendable {
     package var final: HandlerCall? { self.state.withLock { $0.calls.last(where: \.done) } }
     package var isFinished: Bool { self.final != nil }
 
-    /// Waits (bounded) for the final call.
+    /// Waits for the final call, as long as the operation makes progress: false once `seconds`
+    /// pass with no call at all (a stalled operation), not after `seconds` in all — a large
+    /// write on a loaded machine, under a sanitizer, may take longer and still be fine.
     package func waitForFinal(seconds: Double = 10) -> Bool {
-        waitLeavingSignalled(self.finished, seconds: seconds)
+        var calls = self.state.withLock { $0.calls.count }
+        while !waitLeavingSignalled(self.finished, seconds: seconds) {
+            let now = self.state.withLock { $0.calls.count }
+            if now == calls { return false }
+            calls = now
+        }
+        return true
     }
 
     /// Waits (bounded) until at least `count` calls have been made.
@@ -168,7 +176,7 @@ package final class OperationLog: Sendable {
     ) {
         guard self.waitForFinal() else {
             Issue.record(
-                "no final call within 10 s; calls: \(self.calls) \(comment.map { "— \($0)" } ?? "")",
+                "no final call, and no call for 10 s; calls: \(self.calls) \(comment.map { "— \($0)" } ?? "")",
                 sourceLocation: sourceLocation
             )
             return
