@@ -43,9 +43,13 @@ cores="$(nproc)"
 echo "== build the suite (debug)"
 swift build --build-tests
 
+echo "== resolve the load's packages into .build-load (once)"
+swift package --scratch-path .build-load resolve >/dev/null
+
 echo "== start the load: release builds into .build-load, $cores jobs, one after another"
-# Its own process group (setsid), so that the whole compile — swift-build, the drivers and
-# frontends it starts — is stopped at the end, and nothing else.
+# Its own session (setsid), so that the whole compile — swift-build, and the drivers and
+# frontends it starts (each in a process group of its own) — is stopped at the end by session,
+# and nothing else.
 setsid bash -c '
     while true; do
         rm -rf .build-load/release .build-load/x86_64-unknown-linux-gnu .build-load/aarch64-unknown-linux-gnu
@@ -54,17 +58,18 @@ setsid bash -c '
 ' load "$cores" &
 load=$!
 stop_load() {
-    kill -TERM -- "-$load" 2>/dev/null || true
+    pkill -TERM -s "$load" 2>/dev/null || true
     wait "$load" 2>/dev/null || true
 }
 trap stop_load EXIT
 
-# The compile is under way once a compiler process of it runs.
-for _ in $(seq 1 600); do
-    if pgrep -g "$load" -f swift-frontend >/dev/null 2>&1; then break; fi
+# The compile is under way once a compiler process of it runs (within 5 minutes: it plans
+# first).
+for _ in $(seq 1 3000); do
+    if pgrep -s "$load" -f swift-frontend >/dev/null 2>&1; then break; fi
     sleep 0.1
 done
-if ! pgrep -g "$load" -f swift-frontend >/dev/null 2>&1; then
+if ! pgrep -s "$load" -f swift-frontend >/dev/null 2>&1; then
     echo "error: the load did not start compiling" >&2
     exit 1
 fi
