@@ -120,21 +120,30 @@ let package = Package(
             path: "Examples/TCPProxy"
         ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
-        .testTarget(name: "RingIOTests", dependencies: ["RingIO"]),
+        // What the test suites share: waits on events (a ring barrier), descriptors, recorders
+        // of handler calls (Tests/RingIOTestSupport/RingIOTestSupport.swift). Not a product.
+        .target(
+            name: "RingIOTestSupport",
+            dependencies: ["RingIO", .product(name: "SystemPackage", package: "swift-system")],
+            path: "Tests/RingIOTestSupport"
+        ),
+        .testTarget(name: "RingIOTests", dependencies: ["RingIO", "RingIOTestSupport"]),
         .testTarget(
             name: "RingTLSTests",
             dependencies: [
                 "RingTLS",
                 "RingIO",
+                "RingIOTestSupport",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes"]),
+        .testTarget(name: "RingHTTPTests", dependencies: ["RingHTTP", "ByteRopes", "RingIOTestSupport"]),
         .testTarget(
             name: "RingIOServiceLifecycleTests",
             dependencies: [
                 "RingIO",
                 "RingIOServiceLifecycle",
+                "RingIOTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -142,7 +151,10 @@ let package = Package(
         ),
         // Runs the example servers as processes, with real clients; depends on them so that
         // `swift test` builds them; RingIO only to tell whether io_uring is available here.
-        .testTarget(name: "ExamplesTests", dependencies: ["EchoServer", "HTTPServer", "TCPProxy", "RingIO"]),
+        .testTarget(
+            name: "ExamplesTests",
+            dependencies: ["EchoServer", "HTTPServer", "TCPProxy", "RingIO", "RingIOTestSupport"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -33,7 +33,12 @@
 #   SWIFT_VERSION   the thresholds file to use, Thresholds/instructions/<version>.txt
 #                   (default: major.minor of `swift --version`)
 #   SCRATCH_PATH    the build directory of the repository's package (default: .build)
-#   BENCHMARKS_SCRATCH_PATH   the Benchmarks package's (default: Benchmarks/.build)
+#   PACKAGE_PATH    the package whose release build of echo-server, http-server and
+#                   tcp-proxy to count (default: the repository's; CI: Benchmarks, which
+#                   builds them as dependencies of its throughput comparison, from the same
+#                   sources)
+#   BENCHMARKS_SCRATCH_PATH   the Benchmarks package's, for udp-echo-server (default: the
+#                   scratch path above when PACKAGE_PATH is Benchmarks, else Benchmarks/.build)
 #   TOLERANCE       percent (default: 1)
 #===----------------------------------------------------------------------===#
 
@@ -63,6 +68,8 @@ swift_version="${SWIFT_VERSION:-$(swift --version 2>/dev/null | sed -nE 's/.*Swi
 [[ -n "$swift_version" ]] || fatal "could not tell the Swift version from 'swift --version'; set SWIFT_VERSION"
 thresholds="Benchmarks/Thresholds/instructions/${swift_version}.txt"
 scratch="${SCRATCH_PATH:-.build}"
+package="${PACKAGE_PATH:-.}"
+if [[ "$package" != "." && -z "${SCRATCH_PATH:-}" ]]; then scratch="$package/.build"; fi
 tolerance="${TOLERANCE:-1}"
 update_command="bash Benchmarks/run-instruction-check.sh --update"
 if [[ " ${extra_arguments[*]} " != *" --update "* && ! -f "$thresholds" ]]; then
@@ -70,13 +77,17 @@ if [[ " ${extra_arguments[*]} " != *" --update "* && ! -f "$thresholds" ]]; then
     ${update_command}"
 fi
 
-bench_scratch="${BENCHMARKS_SCRATCH_PATH:-Benchmarks/.build}"
+if [[ "$package" == "Benchmarks" || "$package" == "./Benchmarks" ]]; then
+    bench_scratch="${BENCHMARKS_SCRATCH_PATH:-$scratch}"
+else
+    bench_scratch="${BENCHMARKS_SCRATCH_PATH:-Benchmarks/.build}"
+fi
 start=$SECONDS
 log "Building echo-server, http-server and tcp-proxy (release, ${scratch}) and udp-echo-server (${bench_scratch})..."
 for product in echo-server http-server tcp-proxy; do
-    swift build -c release --scratch-path "$scratch" --product "$product" </dev/null
+    swift build -c release --package-path "$package" --scratch-path "$scratch" --product "$product" </dev/null
 done
-bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path </dev/null)"
+bin="$(swift build -c release --package-path "$package" --scratch-path "$scratch" --show-bin-path </dev/null)"
 swift build -c release --package-path Benchmarks --scratch-path "$bench_scratch" --product udp-echo-server </dev/null
 bench_bin="$(swift build -c release --package-path Benchmarks --scratch-path "$bench_scratch" --show-bin-path </dev/null)"
 log "Built in $((SECONDS - start)) s."

@@ -784,11 +784,14 @@ async def watch(server: Server, name: str) -> None:
 
 
 def build(args) -> str:
+    scratch = ["--scratch-path", args.scratch_path] if args.scratch_path else []
+    if args.package_path:
+        scratch += ["--package-path", args.package_path]
     if not args.no_build:
         for product in ("echo-server", "http-server"):
             log(f"building {product} (release)")
-            subprocess.run(["swift", "build", "-c", "release", "--product", product], check=True)
-    return subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], check=True, text=True,
+            subprocess.run(["swift", "build", "-c", "release", "--product", product] + scratch, check=True)
+    return subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"] + scratch, check=True, text=True,
                           stdout=subprocess.PIPE).stdout.strip()
 
 
@@ -837,6 +840,11 @@ def main() -> int:
     parser.add_argument("--rss-tolerance", type=float, default=5.0,
                         help="how much VmRSS may grow over the baseline, in percent (default 5)")
     parser.add_argument("--no-build", action="store_true", help="use the release build as it is")
+    parser.add_argument("--scratch-path", default=None,
+                        help="the build directory of the release build (default: swift build's, .build)")
+    parser.add_argument("--package-path", default=None,
+                        help="the package whose release build of the servers to soak (default: the repository's; "
+                             "CI: Benchmarks, which builds them as dependencies of its throughput comparison)")
     parser.add_argument("--verbose", action="store_true", help="print the servers' descriptors and VmRSS every 2 s")
     args = parser.parse_args()
     for name in args.targets.split(","):

@@ -124,6 +124,53 @@ package enum _RingIOTesting {
         }
     }
 
+    /// A ring barrier: `completion` runs on the ring thread once the ring has done everything
+    /// that what happened before this call asks of it — what a test waits for before it
+    /// checks that something did *not* happen.
+    ///
+    /// When `completion` runs:
+    /// - every job enqueued on the ring before this call has run (jobs run in enqueue order);
+    /// - every completion the kernel had posted, or had queued for the ring, when this call was
+    ///   made (data that arrived on a socket with a receive or poll armed, an accept, a timeout
+    ///   that expired, a no-op) has been reaped and handed to its operation: io_uring runs what
+    ///   it queued at the flush of the turn that takes the barrier (each flush asks for events),
+    ///   and the readiness engine looks at epoll in that flush;
+    /// - every handler those completions sent to the ring's own queue has run (they run in the
+    ///   next turn; the barrier waits one more), and every handler they sent to a
+    ///   `DispatchQueue` has been sent (the caller then waits for that queue itself).
+    ///
+    /// What the barrier cannot wait for: work on other threads that has not posted its result
+    /// yet — an io_uring worker running a file read or a splice, the readiness engine's
+    /// blocking pool, a DispatchQueue handler still running (and what it enqueues after), and
+    /// bytes on loopback TCP, which reach the receiving socket in a softirq that a loaded
+    /// machine may run later, on a kernel thread (a test waits for those bytes themselves).
+    ///
+    /// Why not a no-op with IOSQE_IO_DRAIN: a drained request waits for every request in
+    /// flight, and a multishot receive or accept, or a poll on a quiet descriptor, never
+    /// completes — the barrier would never pass while a channel reads or a listener accepts.
+    /// And why two turns after the no-op: it completes at once, in the submit that also runs
+    /// the completions the kernel queued, so its target may run before theirs in that turn.
+    package static func barrier(on ring: RingLoop, completion: @escaping @Sendable () -> Void) {
+        ring.enqueue {
+            ring.core.actOnReadinessAtNextFlush()
+            ring.core.submit(
+                .nop,
+                target: _ClosureTarget { _, _ in
+                    // Reaped in the turn that took the barrier, with everything the kernel had
+                    // for the ring; handlers that turn sent to the ring run next turn, in the
+                    // order they were sent, maybe before this job: one turn more.
+                    ring.enqueue { ring.enqueue(completion) }
+                }
+            )
+        }
+    }
+
+    /// Whether `ring`'s thread has exited (after ``RingLoop/shutdown()``): it runs nothing more,
+    /// so a barrier through it has nothing to wait for (and its jobs would be discarded).
+    package static func hasExited(_ ring: RingLoop) -> Bool {
+        ring.core.hasFinished
+    }
+
     /// Runs `body` on the ring thread and returns its result.
     private static func onRing<R: Sendable>(_ ring: RingLoop, _ body: @escaping @Sendable () -> R) -> R {
         let result = _Lock<R?>(nil)

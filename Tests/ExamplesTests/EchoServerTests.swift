@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 import Dispatch
+import RingIOTestSupport
 import Synchronization
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("echo-server", .serialized, .enabled(if: ringSetUpError == nil, ringUnavailableReason))
+@Suite("echo-server", .serialized, .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct EchoServerTests {
     /// Every way of serving a connection: handlers on the accepting ring, handlers on a
     /// DispatchQueue per connection, a task per connection on the accepting ring.
@@ -29,7 +30,7 @@ struct EchoServerTests {
     private func echo(port: UInt16, connections: Int, messages: Int, seed: UInt64) -> [String] {
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: connections) { index in
-            var generator = SplitMix(seed: seed &+ UInt64(index))
+            var generator = SplitMix64(seed: seed &+ UInt64(index))
             guard let fd = try? connectClient(port: port) else {
                 failures.withLock { $0.append("connection \(index): connect failed") }
                 return
@@ -121,22 +122,5 @@ struct EchoServerTests {
         #expect(result == 0, "recv returned \(result), errno \(errno)")
         #expect(waited >= .milliseconds(900) && waited < .seconds(5), "closed after \(waited)")
         #expect(server.stop() == 0)
-    }
-}
-
-/// A small deterministic generator (SplitMix64).
-struct SplitMix {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        self.state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -6,6 +6,7 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)

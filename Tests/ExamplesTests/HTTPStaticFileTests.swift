@@ -6,13 +6,14 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite("http-server: static files", .serialized, .enabled(if: ringSetUpError == nil, ringUnavailableReason))
+@Suite("http-server: static files", .serialized, .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct HTTPStaticFileTests {
     /// Every way of serving a connection, as in ``HTTPServerTests``.
     static let deliveries = HTTPServerTests.deliveries

@@ -7,74 +7,92 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Whether io_uring can be set up here: the example servers cannot start without it, so their
-/// suites skip cleanly where it is refused (a default container's seccomp profile).
-let ringSetUpError = _RingIOTesting.ringSetUpError()
-let ringUnavailableReason: Comment = "no RingIO loop can be set up here: \(ringSetUpError.map { "\($0)" } ?? "")"
-
 /// An example server started as a child process on port 0; its port is read from the first
 /// line it prints ("… listening on HOST:PORT…").
-final class ServerProcess {
+final class ServerProcess: Sendable {
     let pid: pid_t
     let port: UInt16
-    private var exited = false
+    private let exited = _Lock(false)
+    private let printed = PrintedOutput()
+
+    /// What the server printed: everything, when it is kept (`keepingOutput`), complete once
+    /// `ended` is signalled (the server closed its standard output: it exited).
+    private final class PrintedOutput: Sendable {
+        let bytes = _Lock<[UInt8]>([])
+        let ended = DispatchSemaphore(value: 0)
+    }
 
     /// Starts `.build/<triple>/debug/<name>` (next to the test bundle) with `arguments`.
-    init(_ name: String, _ arguments: [String]) throws {
-        let executable = Self.directory + "/" + name
+    ///
+    /// - Parameter keepingOutput: Keep reading what the server prints after the first line
+    ///   (``output(seconds:)``); otherwise its standard output is closed after the first line.
+    init(_ name: String, _ arguments: [String], keepingOutput: Bool = false) throws {
+        let executable = builtProductsDirectory + "/" + name
         try #require(access(executable, X_OK) == 0, "\(executable) is not built")
-        var output: [CInt] = [0, 0]
-        try #require(pipe(&output) == 0)
+        let (reader, writer) = try makePipe()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_addclose(&actions, output[0])
+        posix_spawn_file_actions_adddup2(&actions, writer, 1)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        close(output[1])
+        close(writer)
+        if spawned != 0 { close(reader) }
         try #require(spawned == 0, "posix_spawn: \(spawned)")
         self.pid = pid
-        // The first line, within 20 s.
+        // The first line, within 20 s: each byte waited for with poll (the descriptor becomes
+        // readable when the server prints).
         var line = [UInt8]()
-        var descriptor = pollfd(fd: output[0], events: Int16(POLLIN), revents: 0)
+        var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
         let deadline = ContinuousClock.now + .seconds(20)
         while !line.contains(UInt8(ascii: "\n")) && ContinuousClock.now < deadline {
-            guard poll(&descriptor, 1, 100) >= 0 else { break }
+            guard poll(&descriptor, 1, 100) >= 0 || errno == EINTR else { break }
             if descriptor.revents & Int16(POLLIN | POLLHUP) != 0 {
                 var byte: UInt8 = 0
-                guard read(output[0], &byte, 1) == 1 else { break }
+                guard read(reader, &byte, 1) == 1 else { break }
                 line.append(byte)
             }
         }
-        close(output[0])
         let text = String(decoding: line, as: UTF8.self)
         let port = text.split(separator: ",").first.flatMap { $0.split(separator: ":").last }
             .flatMap { UInt16(String($0.filter(\.isNumber))) }
         guard let port else {
+            close(reader)
             kill(pid, SIGKILL)
-            var status: CInt = 0
-            waitpid(pid, &status, 0)
-            self.exited = true
+            _ = reap(pid, seconds: 10)
+            self.exited.withLock { $0 = true }
             Issue.record("no port in the server's first line: \(text.debugDescription)")
             throw ServerProcessError.noPort
         }
         self.port = port
+        let printed = self.printed
+        printed.bytes.withLock { $0 = line }
+        if keepingOutput {
+            startThread {
+                let rest = readToEnd(reader)
+                close(reader)
+                printed.bytes.withLock { $0 += rest }
+                printed.ended.signal()
+            }
+        } else {
+            close(reader)
+            printed.ended.signal()
+        }
     }
 
     deinit {
-        if !self.exited {
+        if !self.exited.withLock({ $0 }) {
             kill(self.pid, SIGKILL)
-            var status: CInt = 0
-            waitpid(self.pid, &status, 0)
+            _ = reap(self.pid, seconds: 10)
         }
     }
 
@@ -82,17 +100,16 @@ final class ServerProcess {
     /// `nil` when the process did not exit in time (it is killed) or died of a signal.
     func stop(with signal: CInt = SIGTERM, seconds: Double = 15) -> CInt? {
         kill(self.pid, signal)
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-        var status: CInt = 0
-        while ContinuousClock.now < deadline {
-            if waitpid(self.pid, &status, WNOHANG) == self.pid {
-                self.exited = true
-                // WIFEXITED / WEXITSTATUS
-                return status & 0x7f == 0 ? (status >> 8) & 0xff : nil
-            }
-            usleep(10_000)
-        }
-        return nil
+        guard let status = reap(self.pid, seconds: seconds) else { return nil }
+        self.exited.withLock { $0 = true }
+        return exitCode(status)
+    }
+
+    /// Everything the server printed (with `keepingOutput`), once it closed its standard output
+    /// — it exited — or `seconds` passed.
+    func output(seconds: Double = 10) -> [UInt8] {
+        if wait(self.printed.ended, seconds: seconds) { self.printed.ended.signal() }
+        return self.printed.bytes.withLock { $0 }
     }
 
     /// The path of the built executable `name`, next to the test bundle.
@@ -115,26 +132,16 @@ enum ServerProcessError: Error {
 
 /// A blocking TCP client socket to 127.0.0.1:`port`, with 10 s send and receive timeouts.
 func connectClient(port: UInt16) throws -> CInt {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    try #require(fd >= 0)
+    let fd: CInt
+    switch connectClient("127.0.0.1", port) {
+    case .success(let connected): fd = connected
+    case .failure(let error):
+        Issue.record("connect to port \(port): \(error)")
+        throw ServerProcessError.noPort
+    }
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    if connected != 0 {
-        let error = errno
-        close(fd)
-        Issue.record("connect to port \(port): errno \(error)")
-        throw ServerProcessError.noPort
-    }
     return fd
 }
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 import Dispatch
+import RingIOTestSupport
 import Synchronization
 import Testing
 
@@ -148,7 +149,7 @@ struct TCPProxyTests {
             while true {
                 let index = next.add(1, ordering: .relaxed).oldValue
                 guard index < connections else { return }
-                var generator = SplitMix(seed: UInt64(index) &* 7_919)
+                var generator = SplitMix64(seed: UInt64(index) &* 7_919)
                 guard let fd = try? connectClient(port: port) else {
                     failures.withLock { $0.append("connection \(index): connect failed") }
                     return

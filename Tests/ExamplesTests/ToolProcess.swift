@@ -5,6 +5,7 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -100,18 +101,14 @@ func runTool(_ name: String, _ arguments: [String], seconds: Double = 20) -> Too
             }
         }
     }
-    var status: CInt = 0
-    while ContinuousClock.now < deadline {
-        if waitpid(pid, &status, WNOHANG) == pid {
-            // WIFEXITED / WEXITSTATUS
-            result.status = status & 0x7f == 0 ? (status >> 8) & 0xff : nil
-            return result
-        }
-        usleep(5_000)
+    let left = max(deadline - ContinuousClock.now, .zero)
+    if let status = reap(pid, seconds: Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18) {
+        result.status = exitCode(status)
+        return result
     }
     result.timedOut = true
     kill(pid, SIGKILL)
-    waitpid(pid, &status, 0)
+    _ = reap(pid, seconds: 10)
     return result
 }
 

@@ -8,6 +8,7 @@
 
 import ByteRopes
 import RingHTTP
+import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -226,7 +227,7 @@ struct HTTPHostTests {
 
     @Test("IPv6 literals agree with inet_pton(AF_INET6) on generated addresses and near misses")
     func ipv6AgainstInetPton() {
-        var generator = SeededGenerator(seed: 33)
+        var generator = SplitMix64(seed: 33)
         var accepted = 0
         for _ in 0..<20_000 {
             let address = Self.ipv6Candidate(&generator)
@@ -244,13 +245,13 @@ struct HTTPHostTests {
     /// An IPv6 address, well-formed about half the time: 1 to 9 pieces of 0 to 5 hex digits,
     /// perhaps a "::", perhaps an IPv4 tail (perhaps out of range or with a leading zero),
     /// then perhaps one byte changed.
-    private static func ipv6Candidate(_ generator: inout SeededGenerator) -> String {
+    private static func ipv6Candidate(_ generator: inout SplitMix64) -> String {
         let hex = Array("0123456789abcdefABCDEF")
-        func piece(_ generator: inout SeededGenerator) -> String {
+        func piece(_ generator: inout SplitMix64) -> String {
             let length = Int.random(in: 0...20, using: &generator) == 0 ? 5 : Int.random(in: 1...4, using: &generator)
             return String((0..<length).map { _ in hex.randomElement(using: &generator)! })
         }
-        func octet(_ generator: inout SeededGenerator) -> String {
+        func octet(_ generator: inout SplitMix64) -> String {
             switch Int.random(in: 0...12, using: &generator) {
             case 0: return "256"
             case 1: return "0" + String(Int.random(in: 0...9, using: &generator))

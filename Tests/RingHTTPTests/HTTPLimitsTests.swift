@@ -8,6 +8,7 @@
 
 import ByteRopes
 import RingHTTP
+import RingIOTestSupport
 import Testing
 
 /// Feeds `input` one byte at a time and returns the outcome and how many bytes had been

@@ -8,6 +8,7 @@
 
 import ByteRopes
 import RingHTTP
+import RingIOTestSupport
 import Testing
 
 /// A request that must fail, the error it fails with, and the reason the parser reports.

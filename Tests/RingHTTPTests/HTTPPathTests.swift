@@ -8,6 +8,7 @@
 
 import ByteRopes
 import RingHTTP
+import RingIOTestSupport
 import Testing
 
 @Suite("HTTPPath")

@@ -8,6 +8,7 @@
 
 import ByteRopes
 import RingHTTP
+import RingIOTestSupport
 import Testing
 
 /// Well-formed requests, each parsed every way (see `parseEveryWay`).

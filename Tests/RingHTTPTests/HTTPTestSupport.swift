@@ -7,6 +7,7 @@
 
 import ByteRopes
 import RingHTTP
+import RingIOTestSupport
 import Testing
 
 // MARK: - Building ropes
@@ -36,23 +37,6 @@ func rope(regions pieces: [[UInt8]]) -> ByteRope {
 /// `bytes` cut into pieces of `size` bytes (the last may be shorter).
 func pieces(of bytes: [UInt8], size: Int) -> [[UInt8]] {
     stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0..<min($0 + size, bytes.count)]) }
-}
-
-/// A reproducible generator (SplitMix64), for test inputs that must not change between runs.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        self.state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var value = self.state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
 }
 
 // MARK: - Snapshots and outcomes

@@ -10,6 +10,7 @@ import Dispatch
 import Logging
 import RingIO
 import RingIOServiceLifecycle
+import RingIOTestSupport
 import ServiceLifecycle
 import Synchronization
 import SystemPackage
@@ -19,97 +20,18 @@ import Testing
 import Glibc
 #endif
 
-/// Whether io_uring can be set up here (the suite is skipped where it cannot).
-private let ringIsAvailable: Bool =
-    (try? RingLoop(entries: 8)).map { ring in
-        ring.shutdown()
-        return true
-    } ?? false
-
 /// A blocking client connected to 127.0.0.1:`port`, its reads bounded to 10 s; its receive
 /// buffer small when `small` (the server's large writes stay in flight until it reads).
 private func connect(_ port: UInt16, small: Bool = false) throws -> CInt {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = clientSocket("127.0.0.1")
     try #require(fd >= 0)
     if small {
         var size: CInt = 16_384
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
     }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    if connected != 0 { close(fd) }
-    try #require(connected == 0, "connect: \(errno)")
-    return fd
-}
-
-/// Everything `fd` delivers until the end of the stream (or an error, or the 10 s timeout).
-/// Bytes waiting to be read on a socket (FIONREAD).
-private func pendingBytes(_ fd: CInt) -> Int {
-    var count: CInt = 0
-    guard ioctl(fd, UInt(FIONREAD), &count) == 0 else { return -1 }
-    return Int(count)
-}
-
-private func readToEnd(_ fd: CInt) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if count <= 0 { return bytes }
-        bytes += buffer[0..<count]
-    }
-}
-
-/// Runs `body` on a thread of its own (blocking clients stay off the cooperative pool).
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detach { continuation.resume(returning: body()) }
-    }
-}
-
-/// A detached thread, without Foundation.
-private enum Thread {
-    static func detach(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Body(body))
-        var thread = pthread_t()
-        let created = pthread_create(
-            &thread,
-            nil,
-            { pointer in
-                let body = Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue()
-                body.run()
-                return nil
-            },
-            box.toOpaque()
-        )
-        precondition(created == 0, "pthread_create: \(created)")
-        pthread_detach(thread)
-    }
-
-    private final class Body: Sendable {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-}
-
-/// Polls `condition` every 5 ms (on a thread of its own) until it holds or 10 s pass.
-private func eventually(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    await onThread {
-        for _ in 0..<2_000 {
-            if condition() { return true }
-            usleep(5_000)
-        }
-        return condition()
-    }
+    let connected = try connectClient("127.0.0.1", port, socket: fd).get()
+    setReceiveTimeout(connected, seconds: 10)
+    return connected
 }
 
 private let logger = Logger(label: "IOListenerServiceTests") { _ in SwiftLogNoOpLogHandler() }
@@ -130,7 +52,7 @@ private let largeReply = [UInt8](unsafeUninitializedCapacity: 16 << 20) { buffer
     initialized = buffer.count
 }
 
-@Suite("IOListenerService", .enabled(if: ringIsAvailable, "io_uring is unavailable here"))
+@Suite("IOListenerService", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct IOListenerServiceTests {
     @Test("async listener: graceful shutdown lets a large write finish, closes the idle connection, run() returns")
     func gracefulShutdownAsync() async throws {
@@ -171,7 +93,7 @@ struct IOListenerServiceTests {
         // at once), and the download's first bytes arrived: its write is in flight (a flag
         // set before the write is not enough — under ThreadSanitizer the 16 MiB reply took
         // seconds to build, the shutdown came first and found the connection idle).
-        let started = await eventually {
+        let started = await eventuallyAsync {
             requestsRead.load(ordering: .acquiring) == 2 && pendingBytes(downloading) > 0
         }
         try #require(started)
@@ -205,7 +127,7 @@ struct IOListenerServiceTests {
             let running = Task(executorPreference: rings.rings[0].taskExecutor) { try await group.run() }
             let client = try connect(listener.port, small: true)
             defer { close(client) }
-            let open = await eventually { listener.openConnections == 1 }
+            let open = await eventuallyAsync { listener.openConnections == 1 }
             try #require(open)
             if cancel {
                 running.cancel()  // a grace period of 600 s: only the cancellation ends it now

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -22,32 +23,6 @@ private func collect(_ channel: IOChannel, offset: Int64 = 0, length: Int = .max
         all += Array(rope)
     }
     return all
-}
-
-/// The outcome of `bounded` as bytes or the error thrown, for comparisons.
-private enum Outcome: Equatable, CustomStringConvertible {
-    case bytes([UInt8])
-    case error(Errno)
-    case otherError(String)
-    case timedOut
-
-    init(_ result: Result<[UInt8], any Error>?) {
-        switch result {
-        case .success(let bytes)?: self = .bytes(bytes)
-        case .failure(let error as Errno)?: self = .error(error)
-        case .failure(let error)?: self = .otherError("\(error)")
-        case nil: self = .timedOut
-        }
-    }
-
-    var description: String {
-        switch self {
-        case .bytes(let bytes): "\(bytes.count) bytes"
-        case .error(let error): "\(error)"
-        case .otherError(let error): "error \(error)"
-        case .timedOut: "no result within 10 s"
-        }
-    }
 }
 
 @Suite("IOChannel: async surface (D8)", .enabled(if: ringIsAvailable, ringUnavailableReason))
@@ -98,7 +73,12 @@ struct ChannelAsyncTests {
         let stream = context.channel(.stream, reader, cleanup: cleanups[0])
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
         writeAll(writer, bytes("hello"))
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.03) { writeAll(writer, bytes(" world")) }
+        // The rest once the read has taken "hello" and waits for more.
+        startThread {
+            _ = eventually { pendingBytes(reader) == 0 }
+            ringBarrier(context.ring)
+            writeAll(writer, bytes(" world"))
+        }
         let exact = Outcome(await bounded { Array(try await stream.read(length: 11)) })
         #expect(exact == .bytes(bytes("hello world")), "\(exact)")
         writeAll(writer, bytes("tail"))
@@ -233,7 +213,9 @@ struct ChannelAsyncTests {
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, left, cleanup: cleanup)
         let task = Task(executorPreference: testTaskExecutor) { Array(try await channel.read(length: 100)) }
-        try await Task.sleep(for: .milliseconds(30))
+        // Suspended in the read by now: its submission has reached the ring.
+        await ringBarrier(context.ring)
+        await ringBarrier(context.ring)
         task.cancel()
         let outcome = Outcome(await bounded { try await task.value })
         #expect(outcome == .error(.canceled), "\(outcome)")

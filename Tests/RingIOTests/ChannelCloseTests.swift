@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -58,7 +59,7 @@ struct ChannelCloseTests {
         // Closing them afterwards changes nothing.
         stream.close()
         file.close(flags: .stop)
-        settle()
+        context.barrier()
         #expect(streamCleanup.calls.count == 1 && fileCleanup.calls.count == 1)
     }
 
@@ -146,14 +147,14 @@ struct ChannelCloseTests {
         let other = context.channel(.stream, reader, cleanup: otherCleanup)
         let first = context.read(stopped, length: 5)
         let second = context.read(other, length: 5)
-        settle(20)
+        context.barrier()
         stopped.close(flags: .stop)
         first.expectFinished()
         #expect(first.calls == [.failed(.canceled)])
         writeAll(writer, bytes("hello"))
         second.expectFinished()
         #expect(second.calls == [.done("hello")])
-        settle()
+        context.barrier()
         #expect(!stoppedCleanup.wasCalled, "the other channel on the descriptor is still open")
         other.close()
         stoppedCleanup.expectOnce(nil)
@@ -205,7 +206,7 @@ struct ChannelCloseTests {
         let read = context.read(channel, length: .max)
         channel.close()
         channel.close()
-        settle()
+        context.barrier()
         #expect(read.calls.isEmpty)
         #expect(!cleanup.wasCalled)
         channel.close(flags: .stop)
@@ -296,7 +297,7 @@ struct ChannelCloseTests {
             case let error?:
                 failures.append("round \(round): write ended with \(error)")
             }
-            usleep(2_000)
+            context.barrier()
             if cleanup.calls != [nil] { failures.append("round \(round): cleanup calls \(cleanup.calls)") }
         }
         #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(5))")
@@ -319,7 +320,8 @@ struct ChannelCloseTests {
             channel.setLimit(highWater: 65_536)
             let offset = Int64(round * 1_000)
             let read = context.read(channel, offset: offset, length: .max)
-            usleep(UInt32(round % 10) * 200)
+            for _ in 0..<(round % 10) * 40 { _ = getpid() }  // a varying head start
+            if round % 3 == 1 { ringBarrier(context.ring) }  // or a ring turn and more
             channel.close(flags: .stop)
             guard read.waitForFinal(), cleanup.wait() else {
                 failures.append("round \(round): calls \(read.calls.count), cleanup \(cleanup.calls)")
@@ -366,7 +368,7 @@ struct ChannelCloseTests {
             ran.increment()
         }
         inCall.store(false, ordering: .releasing)
-        settle()
+        context.barrier()
         #expect(ran.count == 0, "the barrier ran while a read on the descriptor was pending")
         writeAll(right, bytes("hello"))
         read.expectFinished()
@@ -388,13 +390,19 @@ struct ChannelCloseTests {
         let channel = context.channel(.stream, file.fd, cleanup: cleanup)
         let sizeInBarrier = _Lock<Int?>(nil)
         let fd = file.fd
+        let writeSubmitted = DispatchSemaphore(value: 0)
         channel.barrier {
-            usleep(60_000)
+            // The write below has been submitted and, on a DispatchQueue, the ring has taken it
+            // (a barrier through the ring): a write that did not wait for this block would have
+            // been issued by now. (On the ring, nothing of the ring runs while this block does.)
+            _ = wait(writeSubmitted)
+            if queue == .dispatch { ringBarrier(context.ring) }
             var info = stat()
             fstat(fd, &info)
             sizeInBarrier.withLock { $0 = Int(info.st_size) }
         }
         let write = context.write(channel, rope("xyz"))
+        writeSubmitted.signal()
         write.expectFinished()
         #expect(write.calls == [.written])
         #expect(sizeInBarrier.withLock { $0 } == 0, "the write ran before the barrier returned")

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -101,7 +102,7 @@ struct ChannelCreationTests {
         #expect(read.calls == [.failed(.badFileDescriptor)])
         #expect(write.calls == [.failed(.badFileDescriptor, remaining: "data")])
         channel.close()
-        settle()
+        context.barrier()
         #expect(cleanup.calls.count == 1, "the cleanup handler runs once: \(cleanup.calls)")
     }
 
@@ -172,7 +173,7 @@ struct ChannelCreationTests {
         let channel = context.channel(.stream, left, cleanup: cleanup)
         let write = context.write(channel, rope("x"))
         write.expectFinished()
-        settle()
+        context.barrier()
         #expect(!cleanup.wasCalled, "no cleanup before close")
         channel.close()
         cleanup.expectOnce(nil)
@@ -195,7 +196,7 @@ struct ChannelCreationTests {
         let first = context.channel(.stream, reader, cleanup: firstCleanup)
         let second = context.channel(.stream, reader, cleanup: secondCleanup)
         first.close()
-        settle()
+        context.barrier()
         #expect(!firstCleanup.wasCalled, "another channel on the descriptor is still open")
         #expect(!secondCleanup.wasCalled)
         second.close()
@@ -223,7 +224,7 @@ struct ChannelCreationTests {
         let channel = context.channel(.stream, reader, cleanup: cleanup)
         context.read(channel, length: .max, into: read)
         channel.close()
-        settle()
+        context.barrier()
         #expect(read.calls.isEmpty)
         #expect(!cleanup.wasCalled, "a read is still in flight")
         writeAll(writer, bytes("late"))
@@ -245,7 +246,7 @@ struct ChannelCreationTests {
         defer { context.shutdown() }
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, reader, cleanup: cleanup)
-        let oneShot = ConvenienceLog(onQueue: { context.isOnQueue })
+        let oneShot = context.convenienceLog()
         oneShot.submitting {
             IOChannel.read(
                 fromFileDescriptor: reader,
@@ -255,7 +256,7 @@ struct ChannelCreationTests {
             )
         }
         channel.close()
-        settle()
+        context.sharedGroupBarrier.pass()
         #expect(!cleanup.wasCalled, "a convenience read on the descriptor is still in flight")
         writeAll(writer, bytes("data"))
         oneShot.expectOneCall()
@@ -298,7 +299,7 @@ struct ChannelCreationTests {
             let channel = context.channel(.stream, left, cleanup: cleanup)
             read = context.read(channel, length: 4)
         }
-        settle()
+        context.barrier()
         #expect(read.calls.isEmpty)
         #expect(!cleanup.wasCalled, "the read is still pending")
         writeAll(right, bytes("pong"))
@@ -370,7 +371,7 @@ struct ChannelCreationTests {
         #expect(throws: Errno.invalidArgument) {
             _ = try context.channel(.randomAccess, path: "", mode: .readOnly, cleanup: cleanup)
         }
-        settle()
+        context.barrier()
         #expect(cleanup.calls.isEmpty)
     }
 
@@ -464,7 +465,7 @@ struct ChannelCreationTests {
             permissions: .ownerReadWrite,
             cleanup: cleanup
         )
-        settle()
+        context.barrier()
         #expect(!cleanup.wasCalled)
         #expect(contentsOfFile(path) == nil, "the file exists before any operation")
         #expect(channel.fileDescriptor == -1)
@@ -560,7 +561,7 @@ struct ChannelCreationTests {
             onCall: { _ in
                 // Compared by inode, not by number: another test may reuse the number at once.
                 guard let (fd, identity) = opened.withLock({ $0 }) else { return }
-                stillOpenInCleanup.withLock { $0 = identity != nil && RingIOTests.identity(of: fd) == identity }
+                stillOpenInCleanup.withLock { $0 = identity != nil && RingIOTestSupport.identity(of: fd) == identity }
             }
         )
         let channel = try context.channel(.randomAccess, path: path, mode: .readOnly, cleanup: cleanup)
@@ -570,7 +571,7 @@ struct ChannelCreationTests {
         let ran = DispatchSemaphore(value: 0)
         channel.barrier {
             let fd = channel.fileDescriptor
-            opened.withLock { $0 = (fd, RingIOTests.identity(of: fd)) }
+            opened.withLock { $0 = (fd, RingIOTestSupport.identity(of: fd)) }
             ran.signal()
         }
         try #require(wait(ran))
@@ -604,7 +605,7 @@ struct ChannelCreationTests {
         #expect(derived.fileDescriptor == file.fd)
         // R23: one cleanup point for both.
         source.close()
-        settle()
+        context.barrier()
         #expect(!sourceCleanup.wasCalled)
         derived.close()
         sourceCleanup.expectOnce(nil)

@@ -8,6 +8,7 @@
 
 import Dispatch
 import Foundation
+import RingIOTestSupport
 import SystemPackage
 import Testing
 
@@ -140,7 +141,7 @@ private func sendToResetPeer() throws {
     let (client, server) = try makeTCPPair()
     defer { close(server) }
     resetAndClose(client)
-    usleep(20_000)  // the reset reaches the server end
+    try #require(eventually { sawReset(server) }, "the reset did not reach the server end")
     let fixture = try SendFixture(fd: server)
     var failed = false
     for _ in 0..<5 where !failed {
@@ -178,7 +179,7 @@ struct ChannelFileSendTests {
         expectSameBytes(received, Array(contents[50..<50 + size]))
         let final = log.final()
         #expect(final == SendLog.Call(done: true, remaining: 0, error: nil))
-        settle()
+        ringBarrier(fixture.ring)
         #expect(pendingBytes(client) == 0, "bytes past the range")
         fixture.close()
     }
@@ -243,8 +244,8 @@ struct ChannelFileSendTests {
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 0, length: length)
         // The socket buffers fill and the splice waits; then the channel is stopped.
-        #expect(eventually { pendingBytes(client) > 0 })
-        settle(100)
+        #expect(eventually { pendingBytes(client) > 0 && unsentBytes(server) > 0 })
+        ringBarrier(fixture.ring)
         fixture.channel.close(flags: .stop)
         let final = log.final()
         #expect(final?.done == true && final?.error == .canceled, "\(String(describing: final))")
@@ -265,7 +266,8 @@ struct ChannelFileSendTests {
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 0, length: contents.count)
-        settle(50)  // let the socket fill before reading
+        // The socket fills before the client reads (or the file fits in the buffers).
+        #expect(eventually { unsentBytes(server) > 0 || pendingBytes(client) == contents.count })
         expectSameBytes(readExactly(client, contents.count), contents)
         #expect(log.final() == SendLog.Call(done: true, remaining: 0, error: nil))
         fixture.close()

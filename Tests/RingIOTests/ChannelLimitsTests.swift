@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -138,7 +139,9 @@ struct ChannelLimitsTests {
         let toEnd = context.read(channel, length: .max)
         for round in 0..<6 {
             writeAll(writer, Array(repeating: UInt8(ascii: "a") + UInt8(round), count: 10))
-            usleep(15_000)
+            // Each arrival on its own: the channel has taken it before the next comes.
+            try #require(eventually { pendingBytes(reader) == 0 })
+            context.barrier()
         }
         close(writer)
         exact.expectFinished()
@@ -218,12 +221,12 @@ struct ChannelLimitsTests {
         channel.setLimit(lowWater: 6)
         let read = context.read(channel, length: .max)
         writeAll(writer, bytes("abc"))
-        settle()
+        context.barrier()
         #expect(read.calls.isEmpty, "3 bytes delivered below low water 6")
         writeAll(writer, bytes("defgh"))
         #expect(read.waitForCalls(1))
         writeAll(writer, bytes("ij"))
-        settle()
+        context.barrier()
         #expect(read.calls == [.more("abcdefgh")])
         close(writer)
         read.expectFinished()
@@ -275,7 +278,8 @@ struct ChannelLimitsTests {
         channel.setInterval(.milliseconds(20))
         let read = context.read(channel, length: .max)
         writeAll(writer, bytes("abc"))
-        settle(150)
+        // Three intervals go by on the ring's clock, below low water.
+        context.waitForTimers(after: .milliseconds(60))
         #expect(read.calls.isEmpty, "a delivery below low water: \(read.calls)")
         writeAll(writer, [UInt8](repeating: UInt8(ascii: "z"), count: 97))
         #expect(read.waitForCalls(1))
@@ -299,7 +303,8 @@ struct ChannelLimitsTests {
         channel.setInterval(.zero, flags: .strict)
         let read = context.read(channel, length: .max)
         writeAll(writer, bytes("abc"))
-        settle(120)
+        // Three of the replaced 10 ms intervals go by on the ring's clock.
+        context.waitForTimers(after: .milliseconds(30))
         #expect(read.calls.isEmpty, "calls: \(read.calls)")
         close(writer)
         read.expectFinished()

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -209,7 +210,7 @@ struct ChannelReadTests {
         writeAll(writer, bytes("0123456789"))
         // The channel has taken the bytes from the pipe, below low water: they are pending.
         try #require(eventually { pendingBytes(reader) == 0 })
-        settle()
+        context.barrier()
         #expect(read.calls.isEmpty, "a delivery below low water")
         channel.close(flags: .stop)
         read.expectFinished()

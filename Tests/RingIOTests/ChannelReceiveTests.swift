@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -39,23 +40,11 @@ private final class ReceivedRopes: Sendable {
     func release() { self.state.withLock { $0.ropes.removeAll() } }
 }
 
-/// Waits until `ring` has run a turn after this call (its counters are then up to date).
-private func turn(_ ring: RingLoop) -> Bool {
-    let turned = DispatchSemaphore(value: 0)
-    ring.enqueue { turned.signal() }
-    return turned.wait(timeout: .now() + 10) == .success
-}
-
 /// Waits, boundedly, until `ring` has handed every receive buffer back to the kernel: each try
-/// makes the ring turn (returned buffers are collected once per turn).
+/// passes a ring barrier (returned buffers are collected once per turn, and the counters are
+/// then up to date).
 private func buffersComeBack(to ring: RingLoop) -> Bool {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline {
-        _ = turn(ring)
-        if ring.counters.buffersOnLoan == 0 { return true }
-        usleep(1_000)
-    }
-    return false
+    eventually { ringBarrier(ring) && ring.counters.buffersOnLoan == 0 }
 }
 
 @Suite("IOChannel: receive into provided buffers", .enabled(if: ringIsAvailable, ringUnavailableReason))
@@ -94,7 +83,7 @@ struct ChannelReceiveTests {
                 #expect(memory.contains(base) && memory.contains(base + UInt(region.count) - 1))
             }
         }
-        try #require(turn(context.ring))
+        try #require(ringBarrier(context.ring))
         #expect(context.ring.counters.buffersOnLoan > 0, "the ropes held keep their buffers")
         received.release()
         #expect(buffersComeBack(to: context.ring), "\(context.ring.counters.buffersOnLoan) buffers still on loan")
@@ -151,7 +140,7 @@ struct ChannelReceiveTests {
         try #require(wait(received.finished))
         #expect(received.error == nil)
         #expect(received.bytes.elementsEqual(sent), "bytes differ")
-        try #require(turn(ring))
+        try #require(ringBarrier(ring))
         #expect(ring.counters.buffersOnLoan == 4, "every rope is still held")
         #expect(ring.counters.fallbackReceives > 0, "4 buffers of 64 bytes cannot hold 4 KiB")
         received.release()

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import SystemPackage
 import Testing
 
@@ -87,46 +88,11 @@ private final class Collector: Sendable {
     }
 }
 
-/// A stream channel on one end of a socket pair, on a ring of its own, handlers on the ring;
-/// the test reads the other end (`peer`).
-private final class RingSocketEnd {
-    let ring: RingLoop
-    let channel: IOChannel
-    let peer: CInt
-    private let local: CInt
-    private let cleanup: CleanupLog
-
-    init() throws {
-        (self.local, self.peer) = try makeSocketPair()
-        self.ring = try RingLoop()
-        let ring = self.ring
-        self.cleanup = CleanupLog(onQueue: { ring.isCurrentThread })
-        self.channel = IOChannel(
-            kind: .stream,
-            fileDescriptor: self.local,
-            queue: ring,
-            cleanupHandler: self.cleanup.handler
-        )
-    }
-
-    /// Closes the channel and expects its one cleanup call.
-    func close(sourceLocation: SourceLocation = #_sourceLocation) {
-        self.channel.close()
-        self.cleanup.expectOnce(nil, sourceLocation: sourceLocation)
-    }
-
-    deinit {
-        self.ring.shutdown()
-        Glibc.close(self.local)
-        Glibc.close(self.peer)
-    }
-}
-
 @Suite("IOChannel: write operations reused on the ring", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct ChannelWritePoolTests {
     @Test("writes chained on the ring: every handler once, in order, bytes intact, captures released")
     func chainedOnRing() throws {
-        let end = try RingSocketEnd()
+        let end = try RingSocketPair()
         let (ring, channel, right) = (end.ring, end.channel, end.peer)
         let count = 2_000
         let burst = 8
@@ -162,12 +128,12 @@ struct ChannelWritePoolTests {
         #expect(pooled > 0 && pooled <= 2, "pooled: \(pooled)")
         let alive = weakCaptures.withLock { $0.filter { $0.capture != nil }.count }
         #expect(alive == 0, "\(alive) write handlers are still held after their final calls")
-        end.close()
+        end.finish()
     }
 
     @Test("writes scheduled from a DispatchQueue and from the ring, interleaved, on one channel")
     func mixedThreads() throws {
-        let end = try RingSocketEnd()
+        let end = try RingSocketPair()
         let (ring, channel, right) = (end.ring, end.channel, end.peer)
         let perThread = 1_000
         // Ring writes carry even numbers, the other thread's odd ones; each thread's own
@@ -192,7 +158,7 @@ struct ChannelWritePoolTests {
                 channel.write(offset: 0, data: message(index), queue: ring) { done, remaining, error in
                     record.record(index, done, remaining, error)
                 }
-                if step % 16 == 0 { usleep(50) }  // let the ring recycle some meanwhile
+                if step % 16 == 0 { ringBarrier(ring) }  // let the ring recycle some meanwhile
             }
         }
 
@@ -208,12 +174,12 @@ struct ChannelWritePoolTests {
         let calls = record.all
         #expect(Set(calls.map(\.index)).count == 2 * perThread, "a handler ran twice or never")
         #expect(calls.allSatisfy { $0.done && $0.remaining == nil && $0.error == nil })
-        end.close()
+        end.finish()
     }
 
     @Test("awaited writes from a task on the ring reuse operations; bytes intact")
     func awaitedOnRing() async throws {
-        let end = try RingSocketEnd()
+        let end = try RingSocketPair()
         let (ring, channel, right) = (end.ring, end.channel, end.peer)
         let count = 2_000
         let expectedBytes = (0..<count).reduce(into: [UInt8]()) { bytes, index in
@@ -228,7 +194,7 @@ struct ChannelWritePoolTests {
         #expect(collector.bytes() == expectedBytes, "the peer did not get every byte, in order")
         let pooled = _RingIOTesting.pooledWriteOperations(of: channel)
         #expect(pooled >= 1, "no operation came back to the pool")
-        end.close()
+        await end.finish()
     }
 
     @Test("a channel lets go of its pooled operations when it is done: its ring goes away")

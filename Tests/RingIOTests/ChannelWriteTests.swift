@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -247,7 +248,7 @@ struct ChannelWriteTests {
             }
         }
         try #require(waitUntilFull(pipe: reader))
-        settle()
+        context.barrier()
         #expect(released.count == 0, "the data was released while the write was blocked")
         let received = readExactly(reader, count)
         try #require(wait(finished))

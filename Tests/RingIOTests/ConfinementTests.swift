@@ -8,6 +8,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import SystemPackage
 import Testing
 

@@ -7,6 +7,7 @@
 
 import Dispatch
 @_spi(Testing) import RingIO
+import RingIOTestSupport
 import SystemPackage
 import Testing
 

@@ -9,6 +9,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -52,104 +53,10 @@ enum ExecutorTestPlacement: String, CaseIterable, Sendable, CustomTestStringConv
     }
 }
 
-/// The outcome of `bounded` as bytes or the error thrown, for comparisons.
-private enum Outcome: Equatable, CustomStringConvertible {
-    case bytes([UInt8])
-    case error(Errno)
-    case otherError(String)
-    case timedOut
-
-    init(_ result: Result<[UInt8], any Error>?) {
-        switch result {
-        case .success(let bytes)?: self = .bytes(bytes)
-        case .failure(let error as Errno)?: self = .error(error)
-        case .failure(let error)?: self = .otherError("\(error)")
-        case nil: self = .timedOut
-        }
-    }
-
-    /// For a body that returns nothing: `.bytes([])` on success.
-    init(_ result: Result<Void, any Error>?) {
-        self.init(result.map { $0.map { [UInt8]() } })
-    }
-
-    var description: String {
-        switch self {
-        case .bytes(let bytes): "\(bytes.count) bytes"
-        case .error(let error): "\(error)"
-        case .otherError(let error): "error \(error)"
-        case .timedOut: "no result in time"
-        }
-    }
-}
-
 /// Runs `body` on the ring thread (as a closure enqueued on the ring) and returns its result.
 private func onRing<T: Sendable>(_ ring: RingLoop, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         ring.enqueue { continuation.resume(returning: body()) }
-    }
-}
-
-/// Suspends for `milliseconds` on a dispatch timer: the task resumes on its own executor, with
-/// no detour through the cooperative pool (where `Task.sleep` wakes up).
-private func pause(milliseconds: Int) async {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
-            continuation.resume()
-        }
-    }
-}
-
-/// Polls `condition` (which may await) every 2 ms until it holds or `seconds` pass.
-private func waitUntil(seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-    while !(await condition()) {
-        if ContinuousClock.now >= deadline { return false }
-        await pause(milliseconds: 2)
-    }
-    return true
-}
-
-/// Waits for `log`'s cleanup handler and checks it ran once, with no error (as
-/// `CleanupLog.expectOnceAsync(nil)`, off the cooperative pool).
-private func expectCleanedUp(_ log: CleanupLog, sourceLocation: SourceLocation = #_sourceLocation) async {
-    guard await waitUntil(seconds: 10, { log.wasCalled }) else {
-        Issue.record("the cleanup handler did not run within 10 s", sourceLocation: sourceLocation)
-        return
-    }
-    await pause(milliseconds: 20)  // a second call would come from the same turn
-    #expect(log.calls == [nil], "cleanup calls: \(log.calls)", sourceLocation: sourceLocation)
-    #expect(log.problems.isEmpty, "\(log.problems)", sourceLocation: sourceLocation)
-}
-
-/// A socket pair whose `local` end is a stream channel on `ring`; the test plays the peer.
-private final class RingSocketPair: Sendable {
-    let ring: RingLoop
-    let local: CInt
-    let peer: CInt
-    let channel: IOChannel
-    let cleanup = CleanupLog()
-
-    init(on ring: RingLoop) throws {
-        self.ring = ring
-        (self.local, self.peer) = try makeSocketPair()
-        self.channel = IOChannel(
-            kind: .stream,
-            fileDescriptor: self.local,
-            queue: ring,
-            cleanupHandler: self.cleanup.handler
-        )
-    }
-
-    /// Closes the channel, checks its cleanup handler ran once with no error, then closes both
-    /// descriptors — not before the cleanup: a channel still on the descriptor would act on
-    /// whatever another test opens with the same number.
-    func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
-        self.channel.close()
-        await expectCleanedUp(self.cleanup, sourceLocation: sourceLocation)
-        guard self.cleanup.wasCalled else { return }
-        close(self.local)
-        close(self.peer)
     }
 }
 
@@ -350,7 +257,7 @@ struct ExecutorTests {
                 let before = ring.isCurrentThread
                 let inside = await withTaskExecutorPreference(ring.taskExecutor) { () async -> [Bool] in
                     var seen = [ring.isCurrentThread]
-                    await pause(milliseconds: 1)
+                    await onThread {}  // suspended, resumed from another thread
                     seen.append(ring.isCurrentThread)
                     async let child = ring.isCurrentThread
                     seen.append(await child)
@@ -423,8 +330,9 @@ struct ExecutorTests {
                     await log.append(2)
                 }
                 _ = eventually(seconds: 5) { hopping.count > 0 }
-                // The hop enqueues right after the flag; give it ample time.
-                usleep(200_000)
+                // The hop enqueues right after the flag, in the same job of the other ring: a
+                // barrier through that ring passes once the job is done.
+                ringBarrier(other)
             }
             let holds2 = await waitUntil { await log.entries.count >= 2 }
             #expect(holds2)
@@ -561,7 +469,10 @@ struct ExecutorTests {
             let task = Task(executorPreference: placement.preference(ring)) {
                 Array(try await channel.read(length: 100))
             }
-            await pause(milliseconds: 50)  // suspended in the read by now
+            // Suspended in the read by now: its submission has reached the ring (and a task off
+            // the ring has had the ring's two turns to get there).
+            await ringBarrier(ring)
+            await ringBarrier(ring)
             task.cancel()
             let outcome = Outcome(await bounded { try await task.value })
             #expect(outcome == .error(.canceled), "\(outcome)")
@@ -640,7 +551,7 @@ struct ExecutorTests {
                 return now > 0 && now == pending
             }
             try #require(full, "the peer's socket buffer did not fill")
-            await pause(milliseconds: 20)
+            await ringBarrier(ring)
             task.cancel()
             let outcome = Outcome(await bounded { try await task.value })
             #expect(outcome == .error(.canceled), "\(outcome)")
@@ -663,7 +574,7 @@ struct ExecutorTests {
             )
             #expect(next == .bytes([]), "\(next)")
             channel.close()
-            await expectCleanedUp(pair.cleanup)
+            await pair.cleanup.expectOnceAsync(nil)
             // Closed once the channel is done with it: the peer's reader sees the end.
             if pair.cleanup.wasCalled { close(pair.local) }
             let sawEnd = await waitUntil { received.withLock { $0 != nil } }
@@ -729,7 +640,7 @@ struct ExecutorTests {
             )
             #expect(again == .bytes(bytes("ijk")), "a second iteration, to the end: \(again)")
             channel.close()
-            await expectCleanedUp(pair.cleanup)
+            await pair.cleanup.expectOnceAsync(nil)
             if pair.cleanup.wasCalled { close(pair.local) }
         }
     }
@@ -772,7 +683,11 @@ struct ExecutorTests {
                     )
                 }
             }
-            await pause(milliseconds: 100)  // every task is suspended in its read
+            // Every task is suspended in its read: the rings have run what the tasks submitted.
+            for ring in group.rings {
+                await ringBarrier(ring)
+                await ringBarrier(ring)
+            }
 
             let returned = Atomic<Bool>(false)
             DispatchQueue.global().async {

@@ -11,6 +11,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -42,7 +43,7 @@ private func completionQueueOverflow() throws {
             },
             overflowed: { value in overflowed.withLock { $0 = value } }
         )
-        ledger.expectEveryOperationFinalOnce("no-ops over an overflowing CQ")
+        ledger.expectEveryOperationFinalOnce("no-ops over an overflowing CQ", after: HandlerBarrier(ring: ring))
         #expect(overflowed.withLock { $0 } == true, "the CQ did not overflow: the test proves nothing")
         #expect(ledger.entries.allSatisfy { $0.error == nil })
         #expect(ring.counters.staleCompletions == 0)
@@ -77,7 +78,7 @@ private func completionQueueOverflow() throws {
                 writeAll(remotes[index], patternBytes(size, seed: index))
             }
         }
-        reads.expectEveryOperationFinalOnce("reads over an overflowing CQ")
+        reads.expectEveryOperationFinalOnce("reads over an overflowing CQ", after: HandlerBarrier(ring: ring))
         let entries = reads.entries
         let wrong = entries.indices.filter {
             !(entries[$0].delivered?.isExactly(size) ?? false) || entries[$0].error != nil
@@ -87,7 +88,7 @@ private func completionQueueOverflow() throws {
             "\(wrong.count) connections did not get their \(size) bytes exactly; first: \(wrong.prefix(3))"
         )
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: HandlerBarrier(ring: ring))
         #expect(ring.counters.staleCompletions == 0)
     }
 }
@@ -99,7 +100,7 @@ private func completionQueueOverflow() throws {
 /// then the group shuts down. Every operation gets exactly one final call; every byte the peer
 /// sent is either delivered (in order, once) or still in the socket; every byte a write handed
 /// the kernel is exactly what the peer finds, in order; every cleanup handler runs once.
-private func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
+func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
     let channelsCount = 500
     let readsPerChannel = 10
     let writesPerChannel = 10
@@ -148,14 +149,20 @@ private func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
             }
         }
         // Let the rings take it all in: the first reads complete, the first writes fill the sockets.
-        settle(200)
+        HandlerBarrier(rings: group.rings, queue: dispatchQueue).pass()
         // Closed (without stop: the operations may finish) right before the shutdown, which
         // then cancels them. (A channel still open when its ring is gone never gets its
         // cleanup handler: its close would be a job for a ring that is gone.)
         for channel in channels { channel.close() }
         group.shutdown()
-        ledger.expectEveryOperationFinalOnce("\(channelsCount * perChannel) operations through a group shutdown")
-        expectCleanupsOnce(cleanups)
+        ledger.expectEveryOperationFinalOnce(
+            "\(channelsCount * perChannel) operations through a group shutdown",
+            after: HandlerBarrier(rings: [], queue: queueKind == .dispatch ? dispatchQueue : nil)
+        )
+        expectCleanupsOnce(
+            cleanups,
+            after: HandlerBarrier(rings: [], queue: queueKind == .dispatch ? dispatchQueue : nil)
+        )
 
         // The accounting, connection by connection.
         let entries = ledger.entries
@@ -239,7 +246,7 @@ private func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
 /// peer sends 32 KiB; close(.stop) from four other threads, at varied moments. Exactly one
 /// final call per operation; the read's bytes, then what is left in the socket, are exactly
 /// what the peer sent; what the peer received is exactly what the write did not hand back.
-private func stopRacingCompletions(_ queueKind: QueueKind) throws {
+func stopRacingCompletions(_ queueKind: QueueKind) throws {
     let connections = 300
     let incomingSize = 32_768
     let outgoingSize = 1_048_576
@@ -289,8 +296,8 @@ private func stopRacingCompletions(_ queueKind: QueueKind) throws {
             }
         }
         #expect(stopped.count == connections)
-        ledger.expectEveryOperationFinalOnce("reads and writes stopped while completing")
-        expectCleanupsOnce(cleanups)
+        ledger.expectEveryOperationFinalOnce("reads and writes stopped while completing", after: context.handlerBarrier)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
 
         let entries = ledger.entries
         var failures: [String] = []
@@ -348,7 +355,7 @@ private func stopRacingCompletions(_ queueKind: QueueKind) throws {
 
 /// Writes to /dev/full end with ENOSPC and hand back exactly all of their data; the channel
 /// stays usable; reads from it still work.
-private func writeToFullDevice(_ queueKind: QueueKind) throws {
+func writeToFullDevice(_ queueKind: QueueKind) throws {
     try expectNoDescriptorLeak {
         let context = try ChannelContext(queueKind)
         defer { context.shutdown() }
@@ -371,7 +378,7 @@ private func writeToFullDevice(_ queueKind: QueueKind) throws {
             )
         }
         stream.read(offset: 0, length: 1_000, queue: context.queue, handler: ledger.readHandler(2 * sizes.count))
-        ledger.expectEveryOperationFinalOnce("writes to /dev/full")
+        ledger.expectEveryOperationFinalOnce("writes to /dev/full", after: context.handlerBarrier)
         let entries = ledger.entries
         for (index, size) in sizes.enumerated() {
             for entry in [entries[2 * index], entries[2 * index + 1]] {
@@ -384,7 +391,7 @@ private func writeToFullDevice(_ queueKind: QueueKind) throws {
         #expect(entries[2 * sizes.count].error == nil && entries[2 * sizes.count].deliveredCount == 1_000)
         stream.close()
         random.close()
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
     }
 }
 
@@ -394,7 +401,7 @@ private func writeToFullDevice(_ queueKind: QueueKind) throws {
 /// cleanup handler ran, its descriptors are closed and the kernel hands the same numbers to a
 /// new pipe at once; a channel on them must see nothing of the old one (no late completion,
 /// no poisoned state, no stolen byte) and move its own bytes exactly.
-private func descriptorReuseAfterClose(_ queueKind: QueueKind) throws {
+func descriptorReuseAfterClose(_ queueKind: QueueKind) throws {
     try expectNoDescriptorLeak {
         let context = try ChannelContext(queueKind)
         defer { context.shutdown() }
@@ -415,7 +422,8 @@ private func descriptorReuseAfterClose(_ queueKind: QueueKind) throws {
                 queue: context.queue,
                 handler: old.writeHandler(1)
             )
-            if round % 2 == 1 { usleep(UInt32(round % 7) * 100) }
+            for _ in 0..<(round % 7) * 40 { _ = getpid() }  // a varying head start
+            if round % 4 == 3 { ringBarrier(context.ring) }  // or a ring turn and more
             oldReader.close(flags: .stop)
             oldWriter.close(flags: .stop)
             guard oldCleanups.allSatisfy({ $0.wait() }), old.waitForAll() else {
@@ -478,34 +486,5 @@ struct FaultEngineTests {
     )
     func completionQueueOverflows() async {
         await #expect(processExitsWith: .success) { try completionQueueOverflow() }
-    }
-
-    @Test(
-        "a group shut down with 10,000 operations in flight: one final call each, no byte lost or doubled",
-        arguments: QueueKind.allCases
-    )
-    func groupShutdown(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try groupShutdownUnderLoad(queue) }
-    }
-
-    @Test(
-        "close(.stop) racing completions on 300 sockets: one final call each, every byte accounted for",
-        arguments: QueueKind.allCases
-    )
-    func stopRacing(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try stopRacingCompletions(queue) }
-    }
-
-    @Test("ENOSPC: writes to /dev/full hand back all their data, once", arguments: QueueKind.allCases)
-    func noSpace(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try writeToFullDevice(queue) }
-    }
-
-    @Test(
-        "descriptor numbers reused at once after a stopped channel's cleanup: the new channel sees nothing of the old",
-        arguments: QueueKind.allCases
-    )
-    func descriptorReuse(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try descriptorReuseAfterClose(queue) }
     }
 }

@@ -11,6 +11,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -22,7 +23,7 @@ import Glibc
 /// 100 connections; each peer sends 20,000 bytes, waits until the channel delivered them (the
 /// read of everything is still pending), and resets (SO_LINGER 0). Each read delivers exactly
 /// the bytes sent, once, in order, then its one final call: ECONNRESET.
-private func resetMidRead(_ queueKind: QueueKind) throws {
+func resetMidRead(_ queueKind: QueueKind) throws {
     let connections = 100
     let size = 20_000
     try expectNoDescriptorLeak {
@@ -41,14 +42,14 @@ private func resetMidRead(_ queueKind: QueueKind) throws {
         let delivered = eventually { ledger.entries.allSatisfy { $0.deliveredCount >= size } }
         #expect(delivered, "not every connection's bytes were delivered before the resets")
         for pair in pairs { resetAndClose(pair.remote) }
-        ledger.expectEveryOperationFinalOnce("reads of peers that reset")
+        ledger.expectEveryOperationFinalOnce("reads of peers that reset", after: context.handlerBarrier)
         let entries = ledger.entries
         let wrong = entries.indices.filter {
             !(entries[$0].delivered?.isExactly(size) ?? false) || entries[$0].error != .connectionReset
         }
         #expect(wrong.isEmpty, "\(wrong.count) connections; first: \(wrong.prefix(3).map { entries[$0] })")
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs { close(pair.local) }
     }
 }
@@ -61,7 +62,7 @@ private func resetMidRead(_ queueKind: QueueKind) throws {
 /// first write handed the kernel, every byte once, in order. (The bytes between — in the
 /// kernel's buffers when the reset came — are gone with the connection: the write reports them
 /// written, as the kernel did.)
-private func resetMidWrite(_ queueKind: QueueKind) throws {
+func resetMidWrites(_ queueKind: QueueKind) throws {
     let connections = 20
     let size = 2 * 1_048_576
     let peerReads = 100_000
@@ -94,7 +95,7 @@ private func resetMidWrite(_ queueKind: QueueKind) throws {
             peerChecks.append(check)
             resetAndClose(pair.remote)
         }
-        ledger.expectEveryOperationFinalOnce("writes to peers that reset")
+        ledger.expectEveryOperationFinalOnce("writes to peers that reset", after: context.handlerBarrier)
         let entries = ledger.entries
         var failures: [String] = []
         for index in 0..<connections {
@@ -120,7 +121,7 @@ private func resetMidWrite(_ queueKind: QueueKind) throws {
         }
         #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(3))")
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs { close(pair.local) }
     }
 }
@@ -128,7 +129,7 @@ private func resetMidWrite(_ queueKind: QueueKind) throws {
 /// 50 connections; each peer sends 50,000 bytes and shuts down its writing side (half-close):
 /// the channel's read gets them all, once, in order, then end of file; the channel then writes
 /// 200,000 bytes of many regions, which the peer (still reading) gets exactly.
-private func halfClose(_ queueKind: QueueKind) throws {
+func halfClose(_ queueKind: QueueKind) throws {
     let connections = 50
     let incoming = 50_000
     let outgoing = 200_000
@@ -147,7 +148,7 @@ private func halfClose(_ queueKind: QueueKind) throws {
             writeAll(pair.remote, patternBytes(incoming, seed: index))
             shutdown(pair.remote, CInt(SHUT_WR))
         }
-        reads.expectEveryOperationFinalOnce("reads up to a half-close")
+        reads.expectEveryOperationFinalOnce("reads up to a half-close", after: context.handlerBarrier)
         let readEntries = reads.entries
         let wrongReads = readEntries.indices.filter {
             !(readEntries[$0].delivered?.isExactly(incoming) ?? false) || readEntries[$0].error != nil
@@ -174,10 +175,10 @@ private func halfClose(_ queueKind: QueueKind) throws {
             if !check.isExactly(outgoing) { wrongPeers.append(index) }
         }
         #expect(wrongPeers.isEmpty, "\(wrongPeers.count) peers did not get the \(outgoing) bytes exactly")
-        writes.expectEveryOperationFinalOnce("writes after the peer's half-close")
+        writes.expectEveryOperationFinalOnce("writes after the peer's half-close", after: context.handlerBarrier)
         #expect(writes.entries.allSatisfy { $0.error == nil })
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs {
             close(pair.local)
             close(pair.remote)
@@ -189,7 +190,7 @@ private func halfClose(_ queueKind: QueueKind) throws {
 /// under three 1 MiB vectored writes each (regions of 1 byte to 16 KiB, far more than IOV_MAX
 /// per write): every byte arrives once, in order; every write's intermediate calls hand back a
 /// shrinking tail and its one final call succeeds.
-private func slowReader(_ queueKind: QueueKind) throws {
+func slowReaders(_ queueKind: QueueKind) throws {
     let connections = 4
     let writesPerConnection = 3
     let size = 1_048_576
@@ -222,10 +223,13 @@ private func slowReader(_ queueKind: QueueKind) throws {
         DispatchQueue.concurrentPerform(iterations: connections) { index in
             let fd = remotes[index]
             setReceiveTimeout(fd, seconds: 10)
+            // A slow reader: each read waits until a full buffer's worth has arrived, so the
+            // writer waits for it between reads.
+            var lowWater: CInt = 4_096
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowWater, socklen_t(MemoryLayout<CInt>.size))
             var checks = (0..<writesPerConnection).map { _ in PatternCheck(seed: 3) }
             var buffer = [UInt8](repeating: 0, count: 4_096)
             var total = 0
-            var reads = 0
             while total < size * writesPerConnection {
                 let count = read(fd, &buffer, buffer.count)
                 guard count > 0 else { break }
@@ -238,16 +242,14 @@ private func slowReader(_ queueKind: QueueKind) throws {
                     offset += take
                 }
                 total += count
-                reads += 1
-                if reads % 16 == 0 { usleep(1_000) }
             }
             if !checks.allSatisfy({ $0.isExactly(size) }) { wrong.increment() }
         }
         #expect(wrong.count == 0, "\(wrong.count) slow readers did not get every byte once, in order")
-        ledger.expectEveryOperationFinalOnce("vectored writes to slow readers")
+        ledger.expectEveryOperationFinalOnce("vectored writes to slow readers", after: context.handlerBarrier)
         #expect(ledger.entries.allSatisfy { $0.error == nil && $0.calls >= 1 })
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
         for pair in pairs {
             close(pair.local)
             close(pair.remote)
@@ -290,7 +292,10 @@ private func receiveBuffersExhausted() throws {
                 writeAll(remotes[index], patternBytes(size, seed: index))
             }
         }
-        ledger.expectEveryOperationFinalOnce("reads of 1,000 connections over 16 receive buffers")
+        ledger.expectEveryOperationFinalOnce(
+            "reads of 1,000 connections over 16 receive buffers",
+            after: HandlerBarrier(ring: ring)
+        )
         let entries = ledger.entries
         let wrong = entries.indices.filter {
             !(entries[$0].delivered?.isExactly(size) ?? false) || entries[$0].error != nil
@@ -299,7 +304,7 @@ private func receiveBuffersExhausted() throws {
         #expect(ring.counters.fallbackReceives > 0, "the receive buffers never ran out: the test proves nothing")
         _ = kept
         for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups)
+        expectCleanupsOnce(cleanups, after: HandlerBarrier(ring: ring))
         for pair in pairs {
             close(pair.local)
             close(pair.remote)
@@ -309,38 +314,6 @@ private func receiveBuffersExhausted() throws {
 
 @Suite("Faults: TCP connections, in a child process", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct FaultNetworkTests {
-    @Test(
-        "peers reset (SO_LINGER 0) mid-read on 100 connections: every byte once, then ECONNRESET once",
-        arguments: QueueKind.allCases
-    )
-    func peerResetMidRead(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try resetMidRead(queue) }
-    }
-
-    @Test(
-        "peers reset (SO_LINGER 0) mid-write on 20 connections: one final call per write, exactly the tail handed back",
-        arguments: QueueKind.allCases
-    )
-    func peerResetMidWrite(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try resetMidWrite(queue) }
-    }
-
-    @Test(
-        "half-close on 50 connections: every byte, then EOF; writes afterwards arrive exactly",
-        arguments: QueueKind.allCases
-    )
-    func peerHalfClose(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try halfClose(queue) }
-    }
-
-    @Test(
-        "slow readers with a tiny SO_RCVBUF under 3 × 1 MiB vectored writes: every byte once, in order",
-        arguments: QueueKind.allCases
-    )
-    func slowReaders(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try slowReader(queue) }
-    }
-
     @Test("receive buffers exhausted under 1,000 connections: every byte once, in order")
     func buffersExhausted() async {
         await #expect(processExitsWith: .success) { try receiveBuffersExhausted() }

@@ -12,6 +12,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -213,12 +214,16 @@ final class FaultLedger: Sendable {
     var unfinished: Int { self.state.withLock { $0.unfinished } }
 
     /// Waits for every final call, then checks: no problem recorded, exactly one final call
-    /// for each operation — and, a little later, still exactly one (no late second call).
-    func expectEveryOperationFinalOnce(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    /// for each operation — and, once `barrier` has passed, still exactly one (a late second
+    /// call would have come before it).
+    func expectEveryOperationFinalOnce(
+        _ what: String,
+        after barrier: HandlerBarrier,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let finished = self.waitForAll()
         #expect(finished, "\(what): \(self.unfinished) operations without a final call", sourceLocation: sourceLocation)
-        // A late, second final call would show up now.
-        settle(30)
+        barrier.pass(sourceLocation: sourceLocation)
         let entries = self.entries
         let wrong = entries.indices.filter { entries[$0].finals != 1 }
         #expect(
@@ -235,12 +240,15 @@ final class FaultLedger: Sendable {
     }
 }
 
-/// Waits (bounded, 10 s for all) for every cleanup handler, then checks each ran exactly once,
-/// with no error.
-func expectCleanupsOnce(_ cleanups: [CleanupLog], sourceLocation: SourceLocation = #_sourceLocation) {
+/// Waits (bounded, 10 s for all) for every cleanup handler, then, once `barrier` has passed (a
+/// second call would have come before it), checks each ran exactly once, with no error.
+func expectCleanupsOnce(
+    _ cleanups: [CleanupLog],
+    after barrier: HandlerBarrier,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     _ = eventually { cleanups.allSatisfy(\.wasCalled) }
-    // A second call would show up now.
-    settle(20)
+    barrier.pass(sourceLocation: sourceLocation)
     let wrong = cleanups.indices.filter { cleanups[$0].calls != [nil] }
     #expect(
         wrong.isEmpty,
@@ -261,6 +269,34 @@ func raiseDescriptorLimit(to count: Int) throws -> Int {
         try #require(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "setrlimit: \(errno)")
     }
     return Int(limit.rlim_cur)
+}
+
+/// Runs `body` with the soft RLIMIT_NOFILE set to `count`, then sets it back. (An accept takes
+/// the limit when it is prepared: a multishot accept armed before a change keeps the old one.)
+func withDescriptorLimit<T>(_ count: Int, _ body: () throws -> T) throws -> T {
+    var limit = rlimit()
+    try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "getrlimit: \(errno)")
+    var saved = limit
+    limit.rlim_cur = rlim_t(count)
+    try #require(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "setrlimit: \(errno)")
+    defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+    return try body()
+}
+
+/// Opens /dev/null until the process has no descriptor left (at most `limit` times), and
+/// requires that it has none left then: the placeholders, for the caller to close.
+func takeEveryDescriptorLeft(limit: Int) throws -> [CInt] {
+    var placeholders: [CInt] = []
+    while placeholders.count < limit {
+        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { break }
+        placeholders.append(fd)
+    }
+    let more = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    if more >= 0 { close(more) }
+    for fd in placeholders where more >= 0 { close(fd) }
+    try #require(more == -1 && errno == EMFILE, "descriptors left after taking \(placeholders.count)")
+    return placeholders
 }
 
 /// What each open descriptor of the process refers to ("anon_inode:[eventfd]",
@@ -304,6 +340,8 @@ func warmUpDescriptors() throws {
         close(reader)
         close(writer)
     }
+    // libdispatch makes its timer machinery on the first timer: one timer, fired. Not a wait
+    // for anything else — the timer is what is warmed up.
     let done = DispatchSemaphore(value: 0)
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { done.signal() }
     _ = wait(done)
@@ -384,28 +422,4 @@ private func connectTo(_ listener: CInt, _ address: sockaddr_in) throws -> (CInt
 func setOption(_ fd: CInt, _ level: CInt, _ name: CInt, _ value: CInt) throws {
     var value = value
     try #require(setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<CInt>.size)) == 0, "setsockopt: \(errno)")
-}
-
-/// Reads from `fd` until end of file or an error (blocking), checking every byte against
-/// `check`; returns the check and the error that ended it (nil for end of file).
-func readChecking(
-    _ fd: CInt,
-    _ check: inout PatternCheck,
-    chunk: Int = 65_536,
-    pauseMicroseconds: UInt32 = 0
-)
-    -> Errno?
-{
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
-    defer { buffer.deallocate() }
-    while true {
-        let count = read(fd, buffer.baseAddress, chunk)
-        if count < 0 {
-            if errno == EINTR { continue }
-            return Errno(rawValue: errno)
-        }
-        if count == 0 { return nil }
-        check.check(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        if pauseMicroseconds > 0 { usleep(pauseMicroseconds) }
-    }
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 import Dispatch
+import RingIOTestSupport
 import SystemPackage
 import Testing
 

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -47,12 +48,7 @@ struct GettingStartedEchoTests {
 
         // Clients at once, each with its own bytes, some larger than a receive buffer.
         let clients = try connectClients(16, "127.0.0.1", listener.port)
-        for (index, client) in clients.enumerated() {
-            let sent = patternBytes(1 + index * 7_001, seed: index)
-            #expect(write(client, sent, sent.count) == sent.count)
-            setReceiveTimeout(client, seconds: 10)
-            #expect(readExactly(client, sent.count) == sent, "client \(index)")
-        }
+        expectEchoes(from: clients, size: { 1 + $0 * 7_001 })
         // A client that ends its side gets the server's end: the channel closed, the listener
         // closed the socket.
         for (index, client) in clients.enumerated() {

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -18,23 +19,23 @@ import Glibc
 @Suite("IOChannel: back-pressure", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct IOChannelFlowTests {
     /// Writes a recognisable pattern (byte i of the stream is i % 251) into a non-blocking
-    /// socket until it would block for `quiet`, or `limit` bytes are written; returns the count.
-    private static func writePattern(to fd: CInt, from start: Int, limit: Int, quiet: Duration) -> Int {
+    /// socket until `limit` bytes are written, or until it is full and stays full once `ring`
+    /// has taken what it would (a ring barrier passed: a receive that goes on would have made
+    /// room); returns the count.
+    private static func writePattern(to fd: CInt, from start: Int, limit: Int, ring: RingLoop) -> Int {
         let chunk = 64 << 10
         var buffer = [UInt8](repeating: 0, count: chunk)
         var written = start
-        let clock = ContinuousClock()
-        var lastProgress = clock.now
-        while written < limit && clock.now - lastProgress < quiet {
+        while written < limit {
             let count = min(chunk, limit - written)
             for index in 0..<count { buffer[index] = UInt8((written + index) % 251) }
             let result = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, count, Int32(MSG_NOSIGNAL)) }
             if result > 0 {
                 written += result
-                lastProgress = clock.now
-            } else {
-                usleep(1_000)
+                continue
             }
+            guard ringBarrier(ring) else { break }
+            if pollEvents(fd, Int16(POLLOUT)) & Int16(POLLOUT) == 0 { break }
         }
         return written
     }
@@ -51,7 +52,7 @@ struct IOChannelFlowTests {
         defer { channel.close() }
 
         // Start the read with one byte.
-        var written = Self.writePattern(to: pair[1], from: 0, limit: 1, quiet: .seconds(1))
+        var written = Self.writePattern(to: pair[1], from: 0, limit: 1, ring: ring)
         var iterator = channel.reads().makeAsyncIterator()
         var received = [UInt8]()
         if let first = try await iterator.next() { received += Array(first) }
@@ -59,7 +60,7 @@ struct IOChannelFlowTests {
         // The consumer takes nothing now. Without back-pressure the channel would drain the
         // socket into memory and the writer would get all 64 MiB through.
         let limit = 64 << 20
-        written = Self.writePattern(to: pair[1], from: written, limit: limit, quiet: .milliseconds(300))
+        written = Self.writePattern(to: pair[1], from: written, limit: limit, ring: ring)
         #expect(written < 16 << 20, "the writer got \(written) bytes through a reader that took none")
 
         // Everything written arrives, once, in order.
@@ -92,7 +93,7 @@ struct IOChannelFlowTests {
             if let data { received.withLock { $0 += Array(data) } }
             if isDone { done.signal() }
         }
-        let written = Self.writePattern(to: pair[1], from: 0, limit: 64 << 20, quiet: .milliseconds(300))
+        let written = Self.writePattern(to: pair[1], from: 0, limit: 64 << 20, ring: ring)
         #expect(written < 16 << 20, "the writer got \(written) bytes through a queue that ran no handler")
         gate.signal()
         Glibc.close(pair[1])
@@ -140,10 +141,8 @@ struct IOChannelFlowTests {
         }
         for _ in 0..<4 { #expect(finished.wait(timeout: .now() + 10) == .success) }
         #expect(cleaned.wait(timeout: .now() + 10) == .success)
-        // The last handler call may still be returning; give it a moment, boundedly.
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(5)
-        while (weakToken != nil || weakChannel != nil) && clock.now < deadline { usleep(1_000) }
+        // The last handler call may still be returning: wait for the references to go, boundedly.
+        _ = eventually(seconds: 5) { weakToken == nil && weakChannel == nil }
         #expect(weakChannel == nil, "the channel outlived its last reference")
         #expect(weakToken == nil, "a handler (and so its operation) was never released")
     }

@@ -9,6 +9,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -26,38 +27,6 @@ import Glibc
 // loop starved of a thread looks like a listener that stopped accepting (a client of the
 // 10,000-connection test once waited 5 s for its echo that way).
 
-/// Suspends for `milliseconds` on a dispatch timer: the task resumes on its own executor, with
-/// no detour through the cooperative pool (where `Task.sleep` wakes up).
-private func pause(milliseconds: Int) async {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
-            continuation.resume()
-        }
-    }
-}
-
-/// Polls `condition` (which may await) every 2 ms until it holds or `seconds` pass.
-private func waitUntil(seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-    while !(await condition()) {
-        if ContinuousClock.now >= deadline { return false }
-        await pause(milliseconds: 2)
-    }
-    return true
-}
-
-/// Waits for `log`'s cleanup handler and checks it ran once, with no error (as
-/// `CleanupLog.expectOnceAsync(nil)`, off the cooperative pool).
-private func expectCleanedUp(_ log: CleanupLog, sourceLocation: SourceLocation = #_sourceLocation) async {
-    guard await waitUntil(seconds: 10, { log.wasCalled }) else {
-        Issue.record("the cleanup handler did not run within 10 s", sourceLocation: sourceLocation)
-        return
-    }
-    await pause(milliseconds: 20)  // a second call would come from the same turn
-    #expect(log.calls == [nil], "cleanup calls: \(log.calls)", sourceLocation: sourceLocation)
-    #expect(log.problems.isEmpty, "\(log.problems)", sourceLocation: sourceLocation)
-}
-
 /// Connects a client to 127.0.0.1:`port` within 5 s, retrying for a while when descriptors
 /// run out (another test may hold many at the moment).
 private func connectRetrying(_ port: UInt16) -> Result<CInt, Errno> {
@@ -70,12 +39,12 @@ private func connectRetrying(_ port: UInt16) -> Result<CInt, Errno> {
         return connectClient("127.0.0.1", port, socket: fd)
     }
     var outcome = attempt()
-    for _ in 0..<500 {
+    _ = eventually(seconds: 5) {
         guard case .failure(let error) = outcome,
             error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem || error == .noBufferSpace
-        else { break }
-        usleep(10_000)
+        else { return true }
         outcome = attempt()
+        return false
     }
     return outcome
 }
@@ -271,7 +240,8 @@ struct ListenerAsyncTests {
             defer { for fd in clients { close(fd) } }
             let holds2 = await waitUntil { live.served >= 4 }
             #expect(holds2, "served: \(live.served)")
-            await pause(milliseconds: 300)
+            // A fifth accepted connection would be counted open once the ring took it.
+            await ringBarrier(ring)
             #expect(live.served == 4, "served past the cap of 4")
             #expect(listener.openConnections == 4)
             var served: [CInt] = []
@@ -392,7 +362,9 @@ struct ListenerAsyncTests {
             defer { for fd in late { close(fd) } }
             let holds11 = await waitUntil { taken.count == 1 }
             #expect(holds11)
-            await pause(milliseconds: 20)  // waiting for the next one
+            // The iteration has closed the connection and waits for the next one: the rest of its
+            // body runs in the same job of the ring as the count, before the barrier's.
+            await ringBarrier(ring)
             second.close()
             let ended = await bounded(seconds: 10) { try await waiting.value }
             #expect(try ended?.get() == 1, "the waiting iteration: \(String(describing: ended))")
@@ -506,7 +478,9 @@ struct ListenerAsyncTests {
             defer { for fd in clients { close(fd) } }
             let holds13 = await waitUntil { served.count == 2 }
             #expect(holds13)
-            await pause(milliseconds: 50)  // the iteration waits for the next one
+            // The iteration waits for the next one: the rings have run what the connections' tasks
+            // started.
+            for ring in group.rings { await ringBarrier(ring) }
 
             let elapsed = await Self.shutDown(group)
             #expect(elapsed != nil, "group.shutdown() did not return within 10 s")

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -35,12 +36,7 @@ struct ListenerDocExampleTests {
         }
 
         let clients = try connectClients(8, "127.0.0.1", listener.port)
-        for (index, client) in clients.enumerated() {
-            let sent = patternBytes(1 + index * 9_001, seed: index)
-            #expect(write(client, sent, sent.count) == sent.count)
-            setReceiveTimeout(client, seconds: 10)
-            #expect(readExactly(client, sent.count) == sent, "client \(index)")
-        }
+        expectEchoes(from: clients, size: { 1 + $0 * 9_001 })
         #expect(listener.openConnections == clients.count)
 
         listener.shutdown(gracePeriod: .seconds(5), queue: ring) { closed.signal() }
@@ -90,12 +86,7 @@ struct ListenerDocExampleTests {
         }
         let listening = try #require(port.value(seconds: 30), "the server never listened")
         let clients = try connectClients(4, "127.0.0.1", listening)
-        for (index, client) in clients.enumerated() {
-            let sent = patternBytes(1 + index * 20_011, seed: 40 + index)
-            #expect(write(client, sent, sent.count) == sent.count)
-            setReceiveTimeout(client, seconds: 10)
-            #expect(readExactly(client, sent.count) == sent, "client \(index)")
-        }
+        expectEchoes(from: clients, size: { 1 + $0 * 20_011 }, seed: 40)
         for client in clients { close(client) }
         server.cancel()
         let outcome = await bounded(seconds: 10) { try await server.value }

@@ -9,6 +9,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -31,6 +32,16 @@ enum ShutdownStyle: String, CaseIterable, CustomTestStringConvertible, Sendable 
 
 /// Shuts `listener` down in `style`; whether it completed within `seconds`.
 private func shutDown(_ listener: IOListener, _ style: ShutdownStyle, grace: Duration, seconds: Int = 20) -> Bool {
+    beginShutdown(listener, style, grace: grace)(seconds)
+}
+
+/// Begins shutting `listener` down in `style`; the result waits (at most `seconds`) for it to
+/// complete. When this returns the shutdown has begun: the listening socket is closed.
+private func beginShutdown(
+    _ listener: IOListener,
+    _ style: ShutdownStyle,
+    grace: Duration
+) -> @Sendable (_ seconds: Int) -> Bool {
     let completed = DispatchSemaphore(value: 0)
     switch style {
     case .completion:
@@ -43,7 +54,9 @@ private func shutDown(_ listener: IOListener, _ style: ShutdownStyle, grace: Dur
             completed.signal()
         }
     }
-    return completed.wait(timeout: .now() + .seconds(seconds)) == .success
+    let port = listener.port
+    _ = eventually { listeningSocketCount(port: port) == 0 }
+    return { seconds in completed.wait(timeout: .now() + .seconds(seconds)) == .success }
 }
 
 /// A client whose receive buffer is small (the server's large writes stay in flight until it
@@ -55,9 +68,10 @@ private func slowClient(_ port: UInt16) throws -> CInt {
     return try connectClient("127.0.0.1", port, socket: fd).get()
 }
 
-/// Reads `fd` until the end of the stream or an error (a reset), in small reads with a pause
-/// between them; the bytes, on a thread of its own.
-private func readSlowly(_ fd: CInt) -> @Sendable () -> [UInt8] {
+/// Reads `fd` until the end of the stream or an error (a reset), on a thread of its own; the
+/// result waits for the bytes. (The write tests start it once the shutdown has begun, so that
+/// the shutdown finds the write pending however fast the reads go.)
+private func readOnThread(_ fd: CInt) -> @Sendable () -> [UInt8] {
     let result = _Lock<[UInt8]?>(nil)
     startThread {
         var bytes: [UInt8] = []
@@ -66,7 +80,6 @@ private func readSlowly(_ fd: CInt) -> @Sendable () -> [UInt8] {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count <= 0 { break }
             bytes += buffer[0..<count]
-            usleep(500)
         }
         result.withLock { $0 = bytes }
     }
@@ -182,10 +195,13 @@ struct ListenerShutdownTests {
         let client = try slowClient(listener.port)
         defer { close(client) }
         try #require(eventually { listener.openConnections == 1 })
-        settle(100)
+        // The write is under way and blocked: the client's small buffer holds some of it.
+        try #require(eventually { pendingBytes(client) > 0 })
+        ringBarrier(ring)
         try #require(!write.isFinished, "the write finished before the shutdown: the test proves nothing")
-        let received = readSlowly(client)
-        #expect(shutDown(listener, style, grace: .seconds(60)), "the shutdown did not complete")
+        let completion = beginShutdown(listener, style, grace: .seconds(60))
+        let received = readOnThread(client)
+        #expect(completion(20), "the shutdown did not complete")
         #expect(write.isFinished && write.final?.error == nil, "\(String(describing: write.final))")
         #expect(read.final?.error == .canceled, "\(read.calls)")
         let bytes = received()
@@ -217,7 +233,9 @@ struct ListenerShutdownTests {
         let client = try slowClient(listener.port)  // and never reads until the shutdown is over
         defer { close(client) }
         try #require(eventually { listener.openConnections == 1 })
-        settle(100)
+        // The write is under way and blocked: the client's small buffer holds some of it.
+        try #require(eventually { pendingBytes(client) > 0 })
+        ringBarrier(ring)
         try #require(!write.isFinished, "the write finished before the shutdown: the test proves nothing")
         #expect(shutDown(listener, style, grace: .milliseconds(200)), "the shutdown did not complete")
         let final = write.final
@@ -226,7 +244,7 @@ struct ListenerShutdownTests {
         #expect(remaining > 0 && remaining < largeReply.count, "remaining: \(remaining)")
         #expect(listener.openConnections == 0)
         // The client gets what the kernel took, then the end of the stream.
-        let bytes = readSlowly(client)()
+        let bytes = readOnThread(client)()
         #expect(bytes.count == largeReply.count - remaining)
         let prefix = bytes == Array(largeReply.prefix(bytes.count))  // no diff of MiB on failure
         #expect(prefix, "the bytes differ from the reply's first ones")
@@ -266,7 +284,7 @@ struct ListenerShutdownTests {
         defer { close(silent) }
         try #require(eventually { listener.openConnections == 2 })
         // The polite connection's read ends when its client shuts its side down after "bye".
-        let politeBytes = readSlowly(polite)
+        let politeBytes = readOnThread(polite)
         startThread {
             _ = eventually { asked.count == 2 }
             shutdown(polite, CInt(SHUT_WR))
@@ -301,12 +319,16 @@ struct ListenerShutdownTests {
             }
             let client = try slowClient(listener.port)
             defer { close(client) }
-            let started = await onThread { eventually { writing.load(ordering: .acquiring) } }
+            // The write is under way and blocked: the client's small buffer holds some of it.
+            let started = await onThread {
+                eventually { writing.load(ordering: .acquiring) && pendingBytes(client) > 0 }
+            }
             try #require(started)
-            await onThread { settle(100) }
+            await ringBarrier(ring)
             try #require(outcome.all.isEmpty, "the write finished before the shutdown: the test proves nothing")
-            let received = readSlowly(client)
-            let completed = await onThread { shutDown(listener, .async, grace: .seconds(60)) }
+            let completion = await onThread { beginShutdown(listener, .async, grace: .seconds(60)) }
+            let received = readOnThread(client)
+            let completed = await onThread { completion(20) }
             #expect(completed, "the shutdown did not complete")
             #expect(outcome.all == ["written", "\(Errno.canceled)"], "\(outcome.all)")
             let bytes = await onThread { received() }

@@ -9,6 +9,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -61,7 +62,7 @@ final class ListenerLog: Sendable {
                 state.failures.append(error)
             }
         }
-        usleep(100)
+        holdForOverlap(microseconds: 100)
         if case .accepted(let connection) = event { self.onAccept?(connection) }
         self.state.withLock { $0.inside = false }
     }
@@ -79,6 +80,11 @@ final class ListenerLog: Sendable {
 
     func waitForFailure(_ error: Errno, seconds: Double = 5) -> Bool {
         eventually(seconds: seconds) { self.failures.contains(error) }
+    }
+
+    /// Waits (bounded) until `count` failures have been reported.
+    func waitForFailures(_ count: Int, seconds: Double = 10) -> Bool {
+        eventually(seconds: seconds) { self.failures.count >= count }
     }
 
     /// Closes the channel of every connection accepted so far, and of any accepted later.
@@ -126,139 +132,6 @@ extension ChannelContext {
     }
 }
 
-/// Whether a socket can bind the IPv6 loopback address here.
-let ipv6LoopbackIsAvailable: Bool = {
-    let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = sockaddr_in6()
-    address.sin6_family = sa_family_t(AF_INET6)
-    guard inet_pton(AF_INET6, "::1", &address.sin6_addr) == 1 else { return false }
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
-        }
-    }
-}()
-
-/// A TCP socket for `host` ("127.0.0.1" or "::1"), close-on-exec; -1 on error.
-func clientSocket(_ host: String) -> CInt {
-    socket(host.contains(":") ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-}
-
-/// A blocking TCP connection to `host` ("127.0.0.1" or "::1") and `port`, close-on-exec,
-/// over `existing` (from ``clientSocket(_:)``) or a new socket. Closes the socket on failure.
-func connectClient(_ host: String, _ port: UInt16, socket existing: CInt? = nil) -> Result<CInt, Errno> {
-    let family = host.contains(":") ? AF_INET6 : AF_INET
-    let fd = existing ?? clientSocket(host)
-    guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
-    var connected: CInt
-    if family == AF_INET6 {
-        var address = sockaddr_in6()
-        address.sin6_family = sa_family_t(AF_INET6)
-        address.sin6_port = port.bigEndian
-        _ = inet_pton(AF_INET6, host, &address.sin6_addr)
-        connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-            }
-        }
-    } else {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr(host)
-        connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-    }
-    guard connected == 0 else {
-        let error = Errno(rawValue: errno)
-        close(fd)
-        return .failure(error)
-    }
-    // Every read in these tests is bounded.
-    setReceiveTimeout(fd, seconds: 5)
-    return .success(fd)
-}
-
-/// Makes blocking reads on `fd` give up after `seconds`.
-func setReceiveTimeout(_ fd: CInt, seconds: Int) {
-    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-}
-
-/// The port of a socket's own address (`peer: false`) or of its peer's; 0 on error.
-func socketPort(_ fd: CInt, peer: Bool = false) -> UInt16 {
-    var storage = sockaddr_storage()
-    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-    let result = withUnsafeMutablePointer(to: &storage) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)
-        }
-    }
-    guard result == 0 else { return 0 }
-    // sin_port and sin6_port are at the same offset.
-    return withUnsafePointer(to: &storage) {
-        $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
-    }
-}
-
-/// An integer socket option of `fd`, or nil on error.
-func socketOption(_ fd: CInt, _ level: CInt, _ name: CInt) -> CInt? {
-    var value: CInt = -1
-    var length = socklen_t(MemoryLayout<CInt>.size)
-    return getsockopt(fd, level, name, &value, &length) == 0 ? value : nil
-}
-
-/// How many TCP sockets listen on `port` (IPv4 and IPv6), from /proc/net/tcp and tcp6.
-func listeningSocketCount(port: UInt16) -> Int {
-    let portField = String(port, radix: 16, uppercase: true)
-    let padded = String(repeating: "0", count: 4 - portField.count) + portField
-    var count = 0
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let contents = contentsOfFile(table) else { continue }
-        for line in String(decoding: contents, as: UTF8.self).split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: " ")
-            guard fields.count > 3 else { continue }
-            // local_address is ADDRESS:PORT in hex; st 0A is LISTEN.
-            if fields[1].hasSuffix(":\(padded)") && fields[3] == "0A" { count += 1 }
-        }
-    }
-    return count
-}
-
-/// The highest descriptor number open in this process.
-func highestOpenDescriptor() -> CInt {
-    guard let directory = opendir("/proc/self/fd") else { return -1 }
-    defer { closedir(directory) }
-    var highest: CInt = -1
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) {
-            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if let fd = CInt(name) { highest = max(highest, fd) }
-    }
-    return highest
-}
-
-/// Connects `count` clients, each expected to succeed; they are the caller's to close.
-func connectClients(_ count: Int, _ host: String, _ port: UInt16) throws -> [CInt] {
-    var clients: [CInt] = []
-    for _ in 0..<count {
-        switch connectClient(host, port) {
-        case .success(let fd): clients.append(fd)
-        case .failure(let error):
-            for fd in clients { close(fd) }
-            Issue.record("connect to \(host):\(port) failed: \(error)")
-            throw error
-        }
-    }
-    return clients
-}
-
 // MARK: - Accepting
 
 @Suite("IOListener: accepting", .enabled(if: ringIsAvailable, ringUnavailableReason))
@@ -279,7 +152,7 @@ struct ListenerAcceptTests {
         let clients = try connectClients(200, "127.0.0.1", port)
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(200))
-        settle()
+        context.barrier()
         let accepted = log.accepted
         #expect(accepted.count == 200)
         // Each accepted descriptor is the server end of one of the clients.
@@ -313,7 +186,7 @@ struct ListenerAcceptTests {
         let clients = try connectClients(50, "::1", port)
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(50))
-        settle()
+        context.barrier()
         #expect(log.accepted.count == 50)
         #expect(Set(log.accepted.map { socketPort($0, peer: true) }) == Set(clients.map { socketPort($0) }))
         log.expectWellFormed()
@@ -339,7 +212,7 @@ struct ListenerAcceptTests {
         if ipv6LoopbackIsAvailable { clients += try connectClients(10, "::1", port) }
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(clients.count))
-        settle()
+        context.barrier()
         #expect(log.accepted.count == clients.count)
         log.expectWellFormed()
     }
@@ -488,17 +361,17 @@ struct ListenerOptionTests {
         let clients = try connectClients(5, "127.0.0.1", listener.port)
         defer { for fd in clients { close(fd) } }
         try #require(log.waitForAccepted(3))
-        settle(200)
+        context.barrier()
         #expect(log.accepted.count == 3, "accepted past the cap of 3")
         #expect(listener.openConnections == 3)
         let peers = log.accepted.map { socketPort($0, peer: true) }
         log.connections[0].channel.close()
         #expect(log.waitForAccepted(4), "not resumed after a connection was closed")
-        settle(200)
+        context.barrier()
         #expect(log.accepted.count == 4, "accepted past the cap after one connection was closed")
         log.connections[1].channel.close()
         #expect(log.waitForAccepted(5))
-        settle()
+        context.barrier()
         #expect(log.accepted.count == 5)
         #expect(listener.openConnections == 3)
         let accepted = peers + log.accepted.dropFirst(3).map { socketPort($0, peer: true) }
@@ -533,7 +406,7 @@ struct ListenerOptionTests {
         let clients = try connectClients(100, "127.0.0.1", port)
         defer { for fd in clients { close(fd) } }
         #expect(log.waitForAccepted(100), "accepted \(log.accepted.count) of 100")
-        settle()
+        HandlerBarrier(rings: group.rings, queue: queue).pass()
         #expect(log.accepted.count == 100)
         log.expectWellFormed()
     }
@@ -594,16 +467,12 @@ struct ListenerOptionTests {
 
 /// At EMFILE the listener reports `.failed(EMFILE)`, backs off instead of spinning, and accepts
 /// again once descriptors are free.
-private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
-    // Lower the limit first: an accept takes RLIMIT_NOFILE when it is prepared, and a multishot
-    // accept armed before a change keeps the old limit.
-    var limit = rlimit()
-    try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "getrlimit: \(errno)")
-    var saved = limit
-    limit.rlim_cur = rlim_t(highestOpenDescriptor() + 64)
-    try #require(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, "setrlimit: \(errno)")
-    defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
+    // Lower the limit first.
+    try withDescriptorLimit(Int(highestOpenDescriptor()) + 64) { try acceptAtLimit(queue) }
+}
 
+private func acceptAtLimit(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
     let log = context.listenerLog()
@@ -618,14 +487,8 @@ private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
     try #require(log.waitForAccepted(1), "the first connection was not accepted")
 
     // Take every descriptor left.
-    var placeholders: [CInt] = []
+    var placeholders = try takeEveryDescriptorLeft(limit: 1_000)
     defer { for fd in placeholders { close(fd) } }
-    while placeholders.count < 1_000 {
-        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { break }
-        placeholders.append(fd)
-    }
-    try #require(open("/dev/null", O_RDONLY | O_CLOEXEC) == -1 && errno == EMFILE, "descriptors left after filling")
 
     // Two clients take the descriptors two placeholders free, before they connect (a pending
     // connection would let the listener take them): accept has none left.
@@ -636,14 +499,19 @@ private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
     for fd in sockets { clients.append(try connectClient("127.0.0.1", port, socket: fd).get()) }
     try #require(log.waitForFailure(.tooManyOpenFiles), "no .failed(EMFILE); failures: \(log.failures)")
 
-    // A second at EMFILE: the listener backs off rather than spinning.
+    // Still at EMFILE: the listener backs off rather than spinning. Each retry fails and is
+    // reported; five more take at least 10 + 20 + 40 + 80 + 160 ms of back-off, in which a
+    // listener that spins would burn a core and report a failure per attempt.
     let failuresBefore = log.failures.count
     let cpuBefore = processCPUTime()
-    settle(1_000)
+    let start = ContinuousClock.now
+    try #require(log.waitForFailures(failuresBefore + 5), "no five more failures; failures: \(log.failures.count)")
+    let elapsed = ContinuousClock.now - start
     let cpu = processCPUTime() - cpuBefore
     let failures = log.failures.count - failuresBefore
-    #expect(cpu < .milliseconds(500), "CPU time in one second at EMFILE: \(cpu) (\(failures) failures reported)")
-    #expect(failures < 1_000, "failures reported in one second at EMFILE: \(failures)")
+    #expect(cpu < elapsed / 2, "CPU time in \(elapsed) at EMFILE: \(cpu) (\(failures) failures reported)")
+    #expect(failures < 10, "failures reported in \(elapsed) at EMFILE: \(failures)")
+    #expect(elapsed >= .milliseconds(300), "five failures in \(elapsed): no back-off between retries")
     #expect(log.failures.allSatisfy { $0 == .tooManyOpenFiles }, "\(Set(log.failures.map(\.rawValue)))")
 
     // Room again: the listener accepts again, a newcomer included.
@@ -660,14 +528,6 @@ private func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
 
 @Suite("IOListener: errors and close", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct ListenerErrorTests {
-    @Test(
-        "EMFILE: .failed(EMFILE) is reported, the listener backs off without spinning and accepts again (child process)",
-        arguments: QueueKind.allCases
-    )
-    func descriptorLimit(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try acceptAtDescriptorLimit(queue) }
-    }
-
     @Test("EADDRINUSE when the port is taken and reusePort is off")
     func addressInUse() throws {
         let context = try ChannelContext(.ring)
@@ -711,7 +571,7 @@ struct ListenerErrorTests {
         #expect(refused, "connect after close(): \(outcome)")
         #expect(listeningSocketCount(port: port) == 0)
         listener.close()
-        settle()
+        context.barrier()
         #expect(log.failures.isEmpty)
         log.expectWellFormed()
     }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 import ByteRopes
+import RingIOTestSupport
 import Testing
 
 @testable import RingIO

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 import RingIO
+import RingIOTestSupport
 import SystemPackage
 import Testing
 

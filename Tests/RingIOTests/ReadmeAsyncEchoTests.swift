@@ -5,7 +5,9 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -44,12 +46,7 @@ struct ReadmeAsyncEchoTests {
 
         // Clients at once, each with its own bytes, some larger than a receive buffer.
         let clients = try connectClients(32, "127.0.0.1", listening)
-        for (index, client) in clients.enumerated() {
-            let sent = patternBytes(1 + index * 4_099, seed: index)
-            #expect(write(client, sent, sent.count) == sent.count)
-            setReceiveTimeout(client, seconds: 10)
-            #expect(readExactly(client, sent.count) == sent, "client \(index)")
-        }
+        expectEchoes(from: clients, size: { 1 + $0 * 4_099 })
         for client in clients { close(client) }
 
         server.cancel()
@@ -63,18 +60,18 @@ struct ReadmeAsyncEchoTests {
 /// A port reported by one task and awaited by another.
 final class AsyncPort: Sendable {
     private let port = _Lock<UInt16?>(nil)
+    private let reported = DispatchSemaphore(value: 0)
 
     func set(_ value: UInt16) {
         self.port.withLock { $0 = value }
+        self.reported.signal()
     }
 
-    /// Polls, blocking the calling thread (no timer that needs the cooperative pool).
+    /// Waits for the port, blocking the calling thread (no timer that needs the cooperative
+    /// pool).
     func value(seconds: Double) -> UInt16? {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if let value = self.port.withLock({ $0 }) { return value }
-            usleep(5_000)
-        }
-        return nil
+        guard wait(self.reported, seconds: seconds) else { return nil }
+        self.reported.signal()
+        return self.port.withLock { $0 }
     }
 }

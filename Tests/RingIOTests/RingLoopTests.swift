@@ -8,6 +8,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -15,30 +16,6 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Whether io_uring can be set up here; suites that need it skip cleanly otherwise.
-let ringSetUpError = _RingIOTesting.ringSetUpError()
-let ringIsAvailable = ringSetUpError == nil
-let ringUnavailableReason: Comment = "no RingIO loop can be set up here: \(ringSetUpError.map { "\($0)" } ?? "")"
-
-/// Waits for `semaphore` at most `seconds`; false on time-out.
-func wait(_ semaphore: DispatchSemaphore, seconds: Double = 10) -> Bool {
-    semaphore.wait(timeout: .now() + seconds) == .success
-}
-
-/// A counter shared across threads.
-final class Counter: Sendable {
-    private let value = Atomic<Int>(0)
-    func increment() { self.value.add(1, ordering: .relaxed) }
-    var count: Int { self.value.load(ordering: .relaxed) }
-}
-
-/// A list appended to from several threads.
-final class Recorder<Element: Sendable>: Sendable {
-    private let items = _Lock<[Element]>([])
-    func append(_ item: Element) { self.items.withLock { $0.append(item) } }
-    var all: [Element] { self.items.withLock { $0 } }
-}
 
 @Suite("RingLoop: set-up errors")
 struct RingSetUpErrorTests {
@@ -161,8 +138,8 @@ struct RingLoopTests {
             }
         }
         try #require(wait(done, seconds: 30))
-        // Nothing more arrives late.
-        try await Task.sleep(for: .milliseconds(50))
+        // Nothing more arrives late: a barrier through the ring passes first.
+        await ringBarrier(ring)
         #expect(completions.count == threads * perThread)
         let counters = ring.counters
         #expect(counters.staleCompletions == 0)
@@ -434,7 +411,12 @@ struct RingLoopUnderValgrindTests {
     @Test("with vgpreload in LD_PRELOAD the ring waits in poll(2): wake-ups, timeouts, shutdown still work")
     func waitsInPoll() async {
         // A child process: LD_PRELOAD is process-wide, and read at each ring's set-up.
-        await #expect(processExitsWith: .success) { try roundTripsOnARingThatWaitsInPoll() }
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            try roundTripsOnARingThatWaitsInPoll()
+        }
+        if let result, result.exitStatus != .exitCode(0) {
+            Issue.record("the child's standard error: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import Testing
 
@@ -232,7 +233,8 @@ struct RingTimersTests {
             }
         }
         #expect(weakCanary != nil, "the armed timers hold their target")
-        usleep(20_000)
+        // The read's 1 ms interval has ticked a few times on the ring's clock.
+        waitForRingTimers(ring, after: .milliseconds(5))
         let stopped = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             ring.shutdown()

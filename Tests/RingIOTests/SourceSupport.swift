@@ -8,6 +8,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -58,7 +59,12 @@ extension ChannelContext {
 
     /// A recorder that checks its handlers run on `queue`.
     func sourceLog(holdMicroseconds: UInt32 = 200, onEvent: (@Sendable (UInt) -> Void)? = nil) -> SourceLog {
-        SourceLog(onQueue: { self.isOnQueue }, holdMicroseconds: holdMicroseconds, onEvent: onEvent)
+        SourceLog(
+            onQueue: { self.isOnQueue },
+            barrier: self.handlerBarrier,
+            holdMicroseconds: holdMicroseconds,
+            onEvent: onEvent
+        )
     }
 }
 
@@ -122,25 +128,30 @@ final class SourceLog: Sendable {
         var cancellations: [ContinuousClock.Instant] = []
         var problems: [String] = []
         var inside = false
-        var submitter: pthread_t?
     }
 
     private let state = _Lock(State())
+    private let submitter = SubmittingThread()
     private let onQueue: (@Sendable () -> Bool)?
     private let holdMicroseconds: UInt32
     private let onEvent: (@Sendable (UInt) -> Void)?
+    private let barrier: HandlerBarrier?
 
     /// - Parameters:
     ///   - onQueue: Whether a handler runs where it should; nil skips the check.
+    ///   - barrier: What ``expectCancelledOnce(sourceLocation:)`` passes before it checks that
+    ///     the cancel handler ran once: the source's ring and queue.
     ///   - holdMicroseconds: How long each event handler lasts: long enough for an overlapping
     ///     call to show up.
     ///   - onEvent: Runs inside the event handler, after the event is recorded, with its data.
     init(
         onQueue: (@Sendable () -> Bool)? = nil,
+        barrier: HandlerBarrier? = nil,
         holdMicroseconds: UInt32 = 200,
         onEvent: (@Sendable (UInt) -> Void)? = nil
     ) {
         self.onQueue = onQueue
+        self.barrier = barrier
         self.holdMicroseconds = holdMicroseconds
         self.onEvent = onEvent
     }
@@ -156,16 +167,12 @@ final class SourceLog: Sendable {
     /// Runs `body` (a call such as `merge` or `resume`) and notes the thread, so that a handler
     /// called from inside it is caught.
     func submitting(_ body: () -> Void) {
-        self.state.withLock { $0.submitter = pthread_self() }
-        body()
-        self.state.withLock { $0.submitter = nil }
+        self.submitter.submitting(body)
     }
 
     private func checkCaller(_ what: String, _ state: inout State) {
         if self.onQueue.map({ !$0() }) ?? false { state.problems.append("\(what) ran off the source's queue") }
-        if let submitter = state.submitter, pthread_equal(submitter, pthread_self()) != 0 {
-            state.problems.append("\(what) ran inside the call that caused it")
-        }
+        if self.submitter.isCurrent { state.problems.append("\(what) ran inside the call that caused it") }
     }
 
     private func event(_ source: (some RecordedSource)?) {
@@ -183,7 +190,7 @@ final class SourceLog: Sendable {
             state.events.append(Event(data: data, started: started, wallClock: wallClockNow(), ended: nil))
             return state.events.count - 1
         }
-        usleep(self.holdMicroseconds)
+        holdForOverlap(microseconds: self.holdMicroseconds)
         self.onEvent?(data)
         self.state.withLock { state in
             state.inside = false
@@ -256,8 +263,8 @@ final class SourceLog: Sendable {
             )
             return
         }
-        // A second call would come soon after; give it a moment.
-        settle(20)
+        // A second call would have come before the barrier passed.
+        self.barrier?.pass(sourceLocation: sourceLocation)
         #expect(
             self.cancellations.count == 1,
             "cancel handler calls: \(self.cancellations.count)",
@@ -277,110 +284,4 @@ final class SourceLog: Sendable {
 func cancel(_ source: IOSource, _ log: SourceLog, sourceLocation: SourceLocation = #_sourceLocation) {
     source.cancel()
     log.expectCancelledOnce(sourceLocation: sourceLocation)
-}
-
-/// CLOCK_REALTIME, since the epoch.
-func wallClockNow() -> Duration {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
-}
-
-/// The CPU time this process has used so far (all threads).
-func processCPUTime() -> Duration {
-    var now = timespec()
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
-    return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
-}
-
-// MARK: - Threads
-
-/// Runs `body(index)` on `count` threads of their own, released together, and waits (bounded)
-/// for them all; false on time-out (the threads are then abandoned).
-func onThreads(_ count: Int, seconds: Double = 20, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
-    let ready = DispatchSemaphore(value: 0)
-    let go = Atomic<Bool>(false)
-    let done = DispatchSemaphore(value: 0)
-    for index in 0..<count {
-        startThread {
-            ready.signal()
-            while !go.load(ordering: .acquiring) { sched_yield() }
-            body(index)
-            done.signal()
-        }
-    }
-    for _ in 0..<count where !wait(ready, seconds: seconds) { return false }
-    go.store(true, ordering: .releasing)
-    for _ in 0..<count where !wait(done, seconds: seconds) { return false }
-    return true
-}
-
-// MARK: - Signals
-
-/// Whether `signal` is pending for the process as a whole (the ShdPnd mask of /proc/self/status):
-/// sent and not yet taken by any thread.
-func isPendingForProcess(_ signal: CInt) -> Bool {
-    guard let status = contentsOfFile("/proc/self/status") else { return false }
-    let text = String(decoding: status, as: UTF8.self)
-    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ShdPnd:") }),
-        let mask = UInt64(line.dropFirst("ShdPnd:".count).trimmingPrefix(while: \.isWhitespace), radix: 16)
-    else { return false }
-    return mask & (1 << UInt64(signal - 1)) != 0
-}
-
-/// The handler and flags of `signal`'s disposition, as numbers (SIG_DFL is 0, SIG_IGN 1).
-func disposition(of signal: CInt) -> (handler: UInt, flags: Int32) {
-    var action = sigaction()
-    sigaction(signal, nil, &action)
-    return (unsafeBitCast(action.__sigaction_handler.sa_handler, to: UInt.self), action.sa_flags)
-}
-
-/// Sets `signal`'s disposition to `handler` (SA_RESTART), or to SIG_DFL (nil).
-func setDisposition(of signal: CInt, to handler: (@convention(c) (CInt) -> Void)?) {
-    var action = sigaction()
-    action.__sigaction_handler.sa_handler = handler
-    action.sa_flags = SA_RESTART
-    sigemptyset(&action.sa_mask)
-    sigaction(signal, &action, nil)
-}
-
-// MARK: - Child processes
-
-/// Starts `arguments[0]` (an absolute path) with `arguments`, with descriptors inherited as
-/// they are (the tests' own are close-on-exec).
-func spawn(_ arguments: [String]) throws -> pid_t {
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    var envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/bin:/bin"), nil]
-    defer {
-        for pointer in argv + envp { free(pointer) }
-    }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, arguments[0], nil, nil, &argv, &envp)
-    try #require(result == 0, "posix_spawn \(arguments): \(Errno(rawValue: result))")
-    return pid
-}
-
-/// Waits (bounded) until `pid` has exited, without reaping it: it stays a zombie.
-func waitForExitWithoutReaping(_ pid: pid_t, seconds: Double = 5) -> Bool {
-    eventually(seconds: seconds) {
-        var info = siginfo_t()
-        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
-            && info._sifields._sigchld.si_pid == pid
-    }
-}
-
-/// Reaps `pid` (bounded): its exit status, or nil (also when it is not a child to reap).
-func reap(_ pid: pid_t, seconds: Double = 5) -> CInt? {
-    var status: CInt = 0
-    var result: pid_t = 0
-    _ = eventually(seconds: seconds) {
-        result = waitpid(pid, &status, WNOHANG)
-        return result != 0 && !(result == -1 && errno == EINTR)
-    }
-    return result == pid ? status : nil
-}
-
-/// The exit code in a `waitpid` status, or nil when the process did not exit normally.
-func exitCode(_ status: CInt) -> CInt? {
-    status & 0x7f == 0 ? (status >> 8) & 0xff : nil
 }

@@ -9,6 +9,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import SystemPackage
 import Testing
@@ -24,6 +25,13 @@ private let timerSlack: Duration = .milliseconds(300)
 /// How long after `suspend()` returns an event handler may still start: one already on its way
 /// to the handler when the source was suspended.
 private let suspendGrace: Duration = .milliseconds(10)
+
+/// Checks that no timer of the context's ring is armed: a one-shot timer that fired, a timer
+/// never scheduled, leave nothing that could fire later.
+private func expectNoTimerArmed(_ context: ChannelContext, sourceLocation: SourceLocation = #_sourceLocation) {
+    let armed = _RingIOTesting.armedTimerCount(of: context.ring)
+    #expect(armed == 0, "timers still armed on the ring: \(armed)", sourceLocation: sourceLocation)
+}
 
 // MARK: - Lifecycle
 
@@ -58,12 +66,12 @@ struct SourceLifecycleTests {
         log.attach(to: source)
         source.add(data: 2)
         source.add(data: 3)
-        settle(100)
+        context.barrier()
         #expect(log.count == 0, "an event before resume: \(log.data)")
         #expect(log.registrations.isEmpty, "the registration handler ran before resume")
         log.submitting { source.resume() }
         try #require(log.waitForEvents(1))
-        settle()
+        context.barrier()
         #expect(log.data == [5])
         cancel(source, log)
     }
@@ -76,11 +84,12 @@ struct SourceLifecycleTests {
         let source = context.timerSource()
         log.attach(to: source)
         source.schedule(after: .milliseconds(10))
-        settle(100)
+        waitForRingTimers(context.ring, after: .milliseconds(20))
+        context.barrier()
         #expect(log.count == 0, "a timer fired while suspended: \(log.data)")
         source.resume()
         try #require(log.waitForEvents(1))
-        settle()
+        context.barrier()
         #expect(log.data == [1], "a one-shot timer past its deadline fires once on resume")
         cancel(source, log)
     }
@@ -103,7 +112,7 @@ struct SourceLifecycleTests {
         source.resume()
         source.add(data: 1)
         try #require(log.waitForEvents(2))
-        settle()
+        context.barrier()
         #expect(log.registrations.count == 1, "suspend and resume registered the source again")
         cancel(source, log)
     }
@@ -143,11 +152,11 @@ struct SourceLifecycleTests {
         source.suspend()
         log.submitting { source.add(data: 4) }
         source.resume()
-        settle(100)
+        context.barrier()
         #expect(log.count == 0, "an event while still suspended once: \(log.data)")
         source.resume()
         try #require(log.waitForEvents(1))
-        settle()
+        context.barrier()
         #expect(log.data == [4])
         cancel(source, log)
     }
@@ -183,7 +192,8 @@ struct SourceLifecycleTests {
     @Test("a source on a DispatchQueue with no ring runs on the shared group")
     func sharedGroup() throws {
         let queue = DispatchQueue(label: "source-shared-group")
-        let log = SourceLog()
+        let sharedRings = HandlerBarrier(rings: (try? RingLoopGroup.shared)?.rings ?? [], queue: queue)
+        let log = SourceLog(barrier: sharedRings)
         let source = IOSource.makeUserDataOrSource(queue: queue)
         log.attach(to: source)
         source.resume()
@@ -191,7 +201,7 @@ struct SourceLifecycleTests {
         try #require(log.waitForEvents(1))
         #expect(log.data == [0b1010])
         let timer = IOSource.makeTimerSource(queue: queue)
-        let timerLog = SourceLog()
+        let timerLog = SourceLog(barrier: sharedRings)
         timerLog.attach(to: timer)
         timer.schedule(after: .milliseconds(5))
         timer.resume()
@@ -227,7 +237,7 @@ struct SourceCancelTests {
             while !stop.load(ordering: .relaxed) {
                 source.add(data: 1)
                 merges.add(1, ordering: .relaxed)
-                usleep(100)
+                sched_yield()
             }
             producerDone.signal()
         }
@@ -238,11 +248,11 @@ struct SourceCancelTests {
         source.cancel()
         #expect(log.waitForCancel())
         // Merges after the cancellation change nothing.
-        settle(50)
+        context.barrier()
         stop.store(true, ordering: .relaxed)
         _ = wait(producerDone)
         source.add(data: 1)
-        settle(50)
+        context.barrier()
         log.expectCancelledOnce()
         if let cancelled = log.cancellations.first {
             let late = log.events.filter { $0.ended.map { $0 > cancelled } ?? true }
@@ -261,8 +271,9 @@ struct SourceCancelTests {
         let box = _Lock<IOSourceTimer?>(nil)
         let log = context.sourceLog(holdMicroseconds: 1_000) { _ in
             box.withLock { $0 }?.cancel()
-            // Still inside the handler: the cancel handler must wait for it.
-            usleep(20_000)
+            // Still inside the handler: the cancel handler must wait for it. With a DispatchQueue,
+            // the ring has taken the cancel once a barrier passed, while this handler still runs.
+            if queue == .dispatch { ringBarrier(context.ring) }
         }
         let source = context.timerSource()
         box.withLock { $0 = source }
@@ -270,7 +281,7 @@ struct SourceCancelTests {
         source.schedule(after: .milliseconds(1), repeating: .milliseconds(1))
         source.resume()
         log.expectCancelledOnce()
-        settle(50)
+        context.barrier()
         #expect(log.count == 1, "events after cancelling from the handler: \(log.data)")
         if let cancelled = log.cancellations.first, let ended = log.events.first?.ended {
             #expect(cancelled >= ended)
@@ -299,11 +310,11 @@ struct SourceCancelTests {
         source.add(data: 5)
         source.cancel()
         #expect(source.isCancelled)
-        settle(100)
+        context.barrier()
         #expect(log.cancellations.isEmpty, "the cancel handler ran while the source was suspended")
         source.resume()
         log.expectCancelledOnce()
-        settle(50)
+        context.barrier()
         #expect(log.count == before, "events after cancel: \(log.data.dropFirst(before))")
     }
 }
@@ -324,7 +335,8 @@ struct SourceTimerTests {
         let start = ContinuousClock.now
         source.schedule(after: delay)
         try #require(log.waitForEvents(1))
-        settle(150)
+        context.barrier()
+        expectNoTimerArmed(context)
         #expect(log.data == [1], "a one-shot timer fires once, with data 1")
         if let fired = log.events.first?.started {
             #expect(fired - start >= delay, "fired early: after \(fired - start)")
@@ -346,7 +358,8 @@ struct SourceTimerTests {
         source.schedule(after: delay, leeway: leeway)
         source.resume()
         try #require(log.waitForEvents(1))
-        settle(100)
+        context.barrier()
+        expectNoTimerArmed(context)
         #expect(log.data == [1])
         if let fired = log.events.first?.started {
             #expect(fired - start >= delay, "fired early: after \(fired - start)")
@@ -401,7 +414,8 @@ struct SourceTimerTests {
         source.suspend()
         let suspended = ContinuousClock.now
         // Four intervals go by.
-        settle(120)
+        waitForRingTimers(context.ring, after: interval * 4)
+        context.barrier()
         let during = log.events(after: suspended + suspendGrace)
         #expect(during.isEmpty, "events while suspended: \(during)")
         let before = log.count
@@ -430,12 +444,13 @@ struct SourceTimerTests {
         source.schedule(after: .seconds(30))
         source.resume()
         try #require(log.waitForRegistration())
-        settle(20)
+        context.barrier()
         let delay = Duration.milliseconds(40)
         let start = ContinuousClock.now
         source.schedule(after: delay)
         try #require(log.waitForEvents(1))
-        settle(100)
+        context.barrier()
+        expectNoTimerArmed(context)
         #expect(log.data == [1])
         if let fired = log.events.first?.started {
             #expect(fired - start >= delay, "fired early: after \(fired - start)")
@@ -459,13 +474,16 @@ struct SourceTimerTests {
         try #require(log.waitForEvents(1))
         source.suspend()
         // About five fires accumulate, then the new schedule drops them (dispatch_source_set_timer).
-        settle(50)
+        waitForRingTimers(context.ring, after: .milliseconds(50))
         let delay = Duration.milliseconds(30)
         let rescheduled = ContinuousClock.now
         source.schedule(after: delay)
         let before = log.events.filter { $0.started <= rescheduled }.count
         source.resume()
-        settle(200)
+        context.barrier()
+        waitForRingTimers(context.ring, after: delay)
+        context.barrier()
+        expectNoTimerArmed(context)
         let after = log.events(after: rescheduled)
         #expect(after.map(\.data) == [1], "events after rescheduling: \(after)")
         if let fired = after.first?.started {
@@ -483,7 +501,8 @@ struct SourceTimerTests {
         let source = context.timerSource()
         log.attach(to: source)
         source.resume()
-        settle(100)
+        context.barrier()
+        expectNoTimerArmed(context)
         #expect(log.count == 0)
         cancel(source, log)
     }
@@ -500,7 +519,8 @@ struct SourceTimerTests {
         let start = wallClockNow()
         source.schedule(after: delay)
         try #require(log.waitForEvents(1))
-        settle(150)
+        context.barrier()
+        expectNoTimerArmed(context)
         #expect(log.data == [1])
         if let fired = log.events.first?.wallClock {
             #expect(fired - start >= delay, "fired early: after \(fired - start)")
@@ -548,7 +568,7 @@ struct SourceCustomTests {
         let expected: UInt = 10_000 * 36
         try #require(onThreads(8) { thread in for _ in 0..<10_000 { source.add(data: UInt(thread + 1)) } })
         #expect(log.waitForTotal(expected, seconds: 10))
-        settle()
+        context.barrier()
         #expect(log.total == expected, "\(log.count) events")
         #expect(log.data.allSatisfy { $0 > 0 }, "an event with data 0")
         cancel(source, log)
@@ -571,7 +591,7 @@ struct SourceCustomTests {
             }
         )
         #expect(eventually { log.union == expected }, "union \(String(log.union, radix: 16))")
-        settle()
+        context.barrier()
         #expect(log.union == expected)
         #expect(log.data.allSatisfy { $0 != 0 && $0 & ~expected == 0 }, "events: \(log.data.prefix(20))")
         cancel(source, log)
@@ -582,7 +602,7 @@ struct SourceCustomTests {
         let queue = DispatchQueue(label: "source-concurrent", attributes: .concurrent)
         let ring = try RingLoop()
         defer { ring.shutdown() }
-        let log = SourceLog(holdMicroseconds: 500)
+        let log = SourceLog(barrier: HandlerBarrier(ring: ring, queue: queue), holdMicroseconds: 500)
         let source = IOSource.makeUserDataAddSource(queue: queue, ring: ring)
         log.attach(to: source)
         source.resume()
@@ -591,12 +611,12 @@ struct SourceCustomTests {
             onThreads(8) { _ in
                 for _ in 0..<2_000 {
                     source.add(data: 1)
-                    usleep(10)
+                    sched_yield()
                 }
             }
         )
         #expect(log.waitForTotal(16_000, seconds: 10))
-        settle()
+        ringBarrier(ring, queue: queue)
         #expect(log.total == 16_000)
         cancel(source, log)
     }
@@ -621,13 +641,13 @@ struct SourceCustomTests {
             add.add(data: UInt(value))
             or.or(data: 1 << UInt(value % 7))
         }
-        settle(50)
+        context.barrier()
         #expect(log.count == 0 && orLog.count == 0, "events while suspended")
         log.submitting { add.resume() }
         orLog.submitting { or.resume() }
         try #require(log.waitForEvents(1))
         try #require(orLog.waitForEvents(1))
-        settle()
+        context.barrier()
         #expect(log.data == [5_050])
         #expect(orLog.data == [0x7F])
         cancel(add, log)
@@ -648,7 +668,7 @@ struct SourceCustomTests {
         or.resume()
         add.add(data: 0)
         or.or(data: 0)
-        settle(100)
+        context.barrier()
         #expect(log.count == 0 && orLog.count == 0, "events after add or or of 0: \(log.data) \(orLog.data)")
         cancel(add, log)
         cancel(or, orLog)
@@ -672,7 +692,7 @@ struct SourceCustomTests {
         source.resume()
         source.or(data: 1)
         #expect(log.waitForEvents(5))
-        settle()
+        context.barrier()
         #expect(log.data == [1, 2, 3, 4, 5])
         cancel(source, log)
         box.withLock { $0 = nil }
@@ -701,7 +721,7 @@ struct SourceReadinessTests {
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
-        settle(50)
+        context.barrier()
         #expect(log.count == 0, "readable with nothing to read: \(log.data)")
         endpoint.send(patternBytes(100))
         try #require(eventually { pendingBytes(endpoint.local) == 100 })
@@ -731,9 +751,9 @@ struct SourceReadinessTests {
         source.resume()
         endpoint.send(bytes("first"))
         try #require(eventually { received.withLock { $0 } == bytes("first") })
-        settle(100)
+        context.barrier()
         let afterFirst = log.count
-        settle(100)
+        context.barrier()
         #expect(log.count == afterFirst, "events with nothing left to read: \(log.data)")
         endpoint.send(bytes("second"))
         #expect(eventually { received.withLock { $0 } == bytes("firstsecond") })
@@ -775,7 +795,7 @@ struct SourceReadinessTests {
         try #require(log.waitForEvents(2))
         source.suspend()
         let suspended = ContinuousClock.now
-        settle(100)
+        context.barrier()
         let during = log.events(after: suspended + suspendGrace)
         #expect(during.isEmpty, "events while suspended: \(during.count)")
         let before = log.count
@@ -822,7 +842,7 @@ struct SourceReadinessTests {
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
-        settle(100)
+        context.barrier()
         #expect(log.count == 0, "writable while full: \(log.data)")
         _ = readAvailable(reader)
         #expect(log.waitForEvents(1), "no event once the pipe was emptied")
@@ -862,7 +882,7 @@ struct SourceProcessTests {
         let fired = log.waitForEvents(1)
         if !fired { _ = reap(pid) }
         try #require(fired, "no event for the child's exit")
-        settle()
+        context.barrier()
         #expect(log.data == [IOSource.ProcessEvent.exit.rawValue])
         #expect(IOSource.ProcessEvent.exit.rawValue == 0x8000_0000, "DispatchSource.ProcessEvent's raw value")
         #expect(status.withLock { $0 }.flatMap(exitCode) == 3, "waitpid status in the handler")
@@ -884,7 +904,7 @@ struct SourceProcessTests {
         log.attach(to: source)
         source.resume()
         #expect(log.waitForEvents(1))
-        settle()
+        context.barrier()
         #expect(log.data == [IOSource.ProcessEvent.exit.rawValue])
         cancel(source, log)
         #expect(reap(pid).flatMap(exitCode) == 0)
@@ -919,13 +939,13 @@ struct SourceProcessTests {
         log.attach(to: source)
         source.resume()
         try #require(log.waitForRegistration())
-        settle(50)
+        context.barrier()
         #expect(seen.withLock { $0.isEmpty }, "an event while the child still runs")
         kill(pid, SIGKILL)
         let fired = eventually { !seen.withLock { $0.isEmpty } }
         let status = reap(pid)
         try #require(fired, "no event for the child's exit")
-        settle()
+        context.barrier()
         let events = seen.withLock { $0 }
         #expect(events.count == 1, "events: \(events.map(\.event))")
         #expect(events.first?.event == .exit)
@@ -962,7 +982,7 @@ private func sendOneByOne(_ signal: CInt, count: Int, expecting logs: [SourceLog
 }
 
 /// Signals reach a signal source: the data of its events adds up to the signals sent.
-private func signalsAreCounted(_ queue: QueueKind) throws {
+func signalsAreCounted(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
     let log = context.sourceLog()
@@ -971,13 +991,13 @@ private func signalsAreCounted(_ queue: QueueKind) throws {
     source.resume()
     try #require(log.waitForRegistration(), "no registration handler within 5 s")
     sendOneByOne(SIGUSR1, count: 5, expecting: [log])
-    settle()
+    context.barrier()
     #expect(log.total == 5, "events: \(log.data)")
     cancel(source, log)
 }
 
 /// Signals that arrive while the source is suspended come as one event with the count.
-private func signalsCoalesceWhileSuspended(_ queue: QueueKind) throws {
+func signalsCoalesceWhileSuspended(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
     let log = context.sourceLog()
@@ -992,11 +1012,11 @@ private func signalsCoalesceWhileSuspended(_ queue: QueueKind) throws {
         let taken = eventually(seconds: 2) { !isPendingForProcess(SIGUSR1) }
         #expect(taken, "signal \(index) stayed pending while the source was suspended: the kernel merges it")
     }
-    settle(50)
+    context.barrier()
     #expect(log.count == 1, "events while suspended: \(log.data)")
     source.resume()
     #expect(log.waitForEvents(2), "no event after resume: \(log.data)")
-    settle()
+    context.barrier()
     #expect(log.data == [1, 4], "events: \(log.data) (expected [1, 4])")
     cancel(source, log)
 }
@@ -1009,7 +1029,7 @@ private let countingHandler: @convention(c) (CInt) -> Void = { _ in
 
 /// Two sources on one signal both see every signal; the disposition in force before the first
 /// source is back once the last is cancelled, and the signal reaches it again.
-private func twoSourcesThenDispositionRestored(_ queue: QueueKind) throws {
+func twoSourcesThenDispositionRestored(_ queue: QueueKind) throws {
     _ = usr1Caught.load(ordering: .relaxed)
     setDisposition(of: SIGUSR1, to: countingHandler)
     let before = disposition(of: SIGUSR1)
@@ -1028,7 +1048,7 @@ private func twoSourcesThenDispositionRestored(_ queue: QueueKind) throws {
         "no registration handlers within 5 s"
     )
     sendOneByOne(SIGUSR1, count: 3, expecting: [firstLog, secondLog])
-    settle()
+    context.barrier()
     #expect(firstLog.total == 3 && secondLog.total == 3, "\(firstLog.data) \(secondLog.data)")
     cancel(first, firstLog)
     // The other source still gets the signal.
@@ -1079,24 +1099,6 @@ private func ignoredSignalReachesSource(_ queue: QueueKind) throws {
 
 @Suite("IOSource: signals, in a child process", .enabled(if: ringIsAvailable, ringUnavailableReason))
 struct SourceSignalTests {
-    @Test("signal: the data of the events adds up to the signals sent", arguments: QueueKind.allCases)
-    func counted(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try signalsAreCounted(queue) }
-    }
-
-    @Test("signal: signals while suspended come as one event with their count", arguments: QueueKind.allCases)
-    func coalescedWhileSuspended(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try signalsCoalesceWhileSuspended(queue) }
-    }
-
-    @Test(
-        "signal: two sources on one signal both see it; the previous disposition is back after the last is cancelled",
-        arguments: QueueKind.allCases
-    )
-    func twoSourcesAndRestore(_ queue: QueueKind) async {
-        await #expect(processExitsWith: .success) { [queue] in try twoSourcesThenDispositionRestored(queue) }
-    }
-
     @Test("signal: SIG_IGN (or SIG_DFL) first, then a source: it gets the signal; the disposition is restored")
     func ignoredFirst() async {
         await #expect(processExitsWith: .success) { try ignoredSignalReachesSource(.ring) }

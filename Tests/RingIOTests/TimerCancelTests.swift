@@ -7,6 +7,7 @@
 
 import Dispatch
 import RingIO
+import RingIOTestSupport
 import Synchronization
 import Testing
 
@@ -24,23 +25,30 @@ struct TimerCancelTests {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<100 {
             let timer = IOSource.makeTimerSource(queue: ring)
-            timer.setEventHandler {}
+            let fired = Counter()
+            timer.setEventHandler { fired.increment() }
             timer.setCancelHandler { cancelled.signal() }
             timer.schedule(after: .milliseconds(1), repeating: .milliseconds(1))
             timer.resume()
-            usleep(UInt32.random(in: 0...3_000, using: &generator))
+            // A random moment: after 0 to 3 fires, and a random head start past that.
+            let fires = Int.random(in: 0...3, using: &generator)
+            _ = eventually(seconds: 5) { fired.count >= fires }
+            for _ in 0..<Int.random(in: 0...400, using: &generator) { _ = getpid() }
             timer.cancel()
         }
         let deadline = DispatchTime.now() + 15
         var missing = 0
         for _ in 0..<100 where cancelled.wait(timeout: deadline) != .success { missing += 1 }
         #expect(missing == 0, "\(missing) cancel handlers never ran")
-        // A timer that escaped its cancellation would keep completing, 1,000 times a second.
-        usleep(50_000)
+        // A timer that escaped its cancellation would still be armed on the ring (and keep
+        // completing, 1,000 times a second).
+        ringBarrier(ring)
+        let armed = _RingIOTesting.armedTimerCount(of: ring)
+        #expect(armed == 0, "\(armed) timers still armed after every timer was cancelled")
         let before = ring.counters.completions
-        usleep(200_000)
+        waitForRingTimers(ring, after: .milliseconds(20))
         let after = ring.counters.completions
-        #expect(after - before < 10, "\(after - before) completions in 200 ms after every timer was cancelled")
+        #expect(after - before < 10, "\(after - before) completions in 20 ms after every timer was cancelled")
     }
 
     @Test("200 reads with a 1 ms strict interval, stopped at random moments: every cleanup handler runs")
@@ -60,10 +68,15 @@ struct TimerCancelTests {
                 cleaned.signal()
             }
             channel.setInterval(.milliseconds(1), flags: .strict)
+            let ticks = Counter()
             channel.read(offset: 0, length: .max, queue: ring) { done, _, _ in
+                ticks.increment()
                 if done { finals.add(1, ordering: .relaxed) }
             }
-            usleep(UInt32.random(in: 0...3_000, using: &generator))
+            // A random moment: after 0 to 3 interval deliveries, and a random head start past that.
+            let deliveries = Int.random(in: 0...3, using: &generator)
+            _ = eventually(seconds: 5) { ticks.count >= deliveries }
+            for _ in 0..<Int.random(in: 0...400, using: &generator) { _ = getpid() }
             channel.close(flags: .stop)
         }
         var missing = 0

@@ -15,6 +15,15 @@ import Glibc
 #endif
 
 extension _RingCore {
+    /// Makes the next flush act on everything the kernel has for the ring: io_uring's always
+    /// does (each flush asks for events, which runs the completions the kernel queued as task
+    /// work); the readiness engine looks at epoll then even when the turn has completions
+    /// already. For the tests' ring barrier (`_RingIOTesting.barrier(on:completion:)`).
+    internal func actOnReadinessAtNextFlush() {
+        self.assertOnRingThread()
+        self.engine.readiness?.pollAtNextSubmit()
+    }
+
     // MARK: Ring thread: descriptors
 
     /// The caller is done with `fd` (a channel's entry finished, a listener closes its

@@ -213,6 +213,14 @@ internal final class _ReadinessEngine {
 
     var hasCompletions: Bool { self.reapIndex < self.completions.count }
 
+    /// Makes the next ``submit(wait:)`` look at epoll (without blocking) even when it has
+    /// completions to hand back, so that readiness that came before this call is acted on in
+    /// that submit: the tests' ring barrier (`_RingIOTesting.barrier(on:completion:)`) relies
+    /// on it. The counter is read only where a submit did not poll, and a poll resets it.
+    func pollAtNextSubmit() {
+        self.roundsWithoutPolling = .max
+    }
+
     /// One look at epoll: blocks until readiness, a pool result or the earliest timeout when
     /// `blocking`. Returns false when interrupted by a signal.
     func poll(blocking: Bool) throws(Errno) -> Bool {
