@@ -122,7 +122,8 @@ struct RingIsolationTests {
             }
             // The read is armed once the ring has taken the job that scheduled it: a barrier
             // through the ring after the task entered the body.
-            #expect(await eventuallyAsync { ringIsIdle(ring) })
+            let idle = await eventuallyAsync { ringIsIdle(ring) }
+            #expect(idle)
             waiting.cancel()
             let result = await waiting.result
             #expect(throws: Errno.canceled) { try result.get() }

@@ -86,7 +86,8 @@ struct TLSDocExampleTests {
             ) { port.set($0) }
         }
         defer { server.cancel() }
-        let listening = try #require(await onThread { port.wait() }, "the server never listened")
+        let listened = await onThread { port.wait() }
+        let listening = try #require(listened, "the server never listened")
 
         let ring = group.rings[1]
         let socket = FileDescriptor(rawValue: try connectLoopback(port: listening))
@@ -178,7 +179,7 @@ struct TLSDocExampleTests {
         let ring = group.rings[0]
         let context = try pki.serverContext()
         // Sources/RingTLS/TLSStream.swift's example, with port 0: keep the two in step.
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { event in
             guard case .accepted(let connection) = event,
                 let tls = try? TLSStream(accepting: connection, context: context)
             else { return }
