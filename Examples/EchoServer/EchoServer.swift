@@ -119,11 +119,12 @@ struct EchoServer: ParsableCommand {
         var options = IOListener.Options()
         options.reusePort = true  // a socket per ring: each connection lives on the ring that accepted it
         options.maxConnections = self.maxConnections
-        let listener: IOListener
+        let listener: (openConnections: @Sendable () -> Int, localAddresses: [SocketAddress])
         let service: IOListenerService
         switch self.api {
         case .handlers:
-            listener = try IOListener(host: self.host, port: self.port, options: options, group: group, queue: nil) {
+            let acceptor = try IOAcceptor(host: self.host, port: self.port, options: options, group: group, queue: nil)
+            {
                 event in
                 switch event {
                 case .accepted(let connection):
@@ -137,21 +138,24 @@ struct EchoServer: ParsableCommand {
                     print("echo-server: accept failed: \(error) (retrying)")
                 }
             }
-            service = IOListenerService(listener, gracePeriod: .seconds(self.drainSeconds))
+            listener = ({ acceptor.openConnections }, acceptor.localAddresses)
+            service = IOListenerService(acceptor, gracePeriod: .seconds(self.drainSeconds))
         case .async:
-            listener = try IOListener(host: self.host, port: self.port, options: options, group: group) { error in
+            let asyncListener = try IOListener(host: self.host, port: self.port, options: options, group: group) {
+                error in
                 print("echo-server: accept failed: \(error) (retrying)")
             }
+            listener = ({ asyncListener.openConnections }, asyncListener.localAddresses)
             // The accepting loop runs on a ring too: each connection's task goes to its own ring.
             service = IOListenerService(
-                listener,
+                asyncListener,
                 gracePeriod: .seconds(self.drainSeconds),
                 executor: group.rings[0].taskExecutor
             ) { connection in
                 await echo(connection, configuration: self, stats: stats)
             }
         }
-        let report = stats?.reportOnSIGUSR1(on: group.rings[0]) { listener.openConnections }
+        let report = stats?.reportOnSIGUSR1(on: group.rings[0]) { listener.openConnections() }
         // Announced once the group traps SIGINT and SIGTERM (its services start then):
         // whoever started the server may signal it as soon as it reads the port.
         let announce = ClosureService {

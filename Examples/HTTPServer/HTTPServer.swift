@@ -133,7 +133,7 @@ struct HTTPServer: ParsableCommand {
         let (listener, service) = try server.listen()
         // Before the server is announced: whoever started it may signal it once it has the port.
         let report = server.stats?.reportOnSIGUSR1(on: group.rings[0]) {
-            listener.openConnections
+            listener.openConnections()
         } openFiles: {
             server.openFiles.count
         }
@@ -215,7 +215,9 @@ final class Server: Sendable {
     /// accepted it; the listener counts the connections (`--max-connections`) and closes their
     /// sockets. The service serves until the service group shuts down, then shuts the
     /// listener down gracefully (`--drain-seconds`).
-    func listen() throws -> (IOListener, IOListenerService) {
+    func listen() throws -> (
+        listener: (openConnections: @Sendable () -> Int, localAddresses: [SocketAddress]), service: IOListenerService
+    ) {
         let configuration = self.configuration
         var options = IOListener.Options()
         options.reusePort = true
@@ -223,7 +225,7 @@ final class Server: Sendable {
         switch configuration.api {
         case .handlers:
             // queue nil: the handler runs on the ring that accepted the connection.
-            let listener = try IOListener(
+            let acceptor = try IOAcceptor(
                 host: configuration.host,
                 port: configuration.port,
                 options: options,
@@ -235,7 +237,10 @@ final class Server: Sendable {
                 case .failed(let error): self.logger.warning("accept failed: \(error) (retrying)")
                 }
             }
-            return (listener, IOListenerService(listener, gracePeriod: .seconds(configuration.drainSeconds)))
+            return (
+                ({ acceptor.openConnections }, acceptor.localAddresses),
+                IOListenerService(acceptor, gracePeriod: .seconds(configuration.drainSeconds))
+            )
         case .async:
             let listener = try IOListener(
                 host: configuration.host,
@@ -254,7 +259,7 @@ final class Server: Sendable {
                 var served = AsyncHTTPConnection(connection, server: self)
                 await served.run()
             }
-            return (listener, service)
+            return (({ listener.openConnections }, listener.localAddresses), service)
         }
     }
 

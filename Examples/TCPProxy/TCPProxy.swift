@@ -52,10 +52,10 @@ struct TCPProxy: ParsableCommand {
     func run() throws {
         let upstream = try Upstream(self.upstream)
         let group = try RingLoopGroup(count: self.rings)
-        var options = IOListener.Options()
+        var options = IOAcceptor.Options()
         options.reusePort = true  // a socket per ring: both ends of a connection on one ring
         let bound = self.buffer
-        let listener = try IOListener(host: self.host, port: self.port, options: options, group: group, queue: nil) {
+        let listener = try IOAcceptor(host: self.host, port: self.port, options: options, group: group, queue: nil) {
             event in
             // On the ring that accepted the connection: the upstream is dialled from there.
             guard case .accepted(let client) = event else { return }

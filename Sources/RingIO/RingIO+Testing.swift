@@ -304,8 +304,8 @@ package enum _RingIOTesting {
 
     /// Hands `listener`'s first acceptor a completion of no operation of its, from the calling
     /// thread: debug builds stop the process there.
-    package static func touchListenerOffRing(_ listener: IOListener) {
-        listener.shared.acceptors[0].acceptor?.ringOperationCompleted(
+    package static func touchListenerOffRing(_ listener: IOAcceptor) {
+        listener.core.acceptors[0].ringOperationCompleted(
             result: 0,
             flags: CompletionFlags(0),
             context: 0xff

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — swift-service-lifecycle: a server built on an IOListener, as a Service.
+// RingIO — swift-service-lifecycle: a server built on an IOListener or IOAcceptor, as a Service.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -28,8 +28,8 @@ import ServiceLifecycle
 ///     )
 ///     try await group.run()
 ///
-/// With a listener made with a handler (which serves its connections as they come), use
-/// ``init(_:gracePeriod:)``: the service then only ties the listener's shutdown to the
+/// With an `IOAcceptor` (whose handler serves its connections as they come), use
+/// ``init(_:gracePeriod:)``: the service then only ties the acceptor's shutdown to the
 /// group's.
 ///
 /// Cancellation shuts the listener down with no grace period: every connection is stopped at
@@ -38,7 +38,21 @@ import ServiceLifecycle
 /// This module is a product of its own (`RingIOServiceLifecycle`), so that `RingIO` keeps its
 /// small set of dependencies.
 public struct IOListenerService: Service {
-    private let listener: IOListener
+    private let listener: Listener
+
+    /// The listener served: one handing its connections to `handler`, or one with a handler
+    /// of its own.
+    private enum Listener: Sendable {
+        case listener(IOListener)
+        case acceptor(IOAcceptor)
+
+        func shutdown(gracePeriod: Duration) async {
+            switch self {
+            case .listener(let listener): await listener.shutdown(gracePeriod: gracePeriod)
+            case .acceptor(let acceptor): await acceptor.shutdown(gracePeriod: gracePeriod)
+            }
+        }
+    }
     private let gracePeriod: Duration
     private let handler: (@Sendable (IOConnection) async throws -> Void)?
     private let executor: (any TaskExecutor)?
@@ -48,7 +62,7 @@ public struct IOListenerService: Service {
     /// it).
     ///
     /// - Parameters:
-    ///   - listener: A listener made without a handler (for `IOListener.connections()`).
+    ///   - listener: The listener whose connections `handler` serves.
     ///   - gracePeriod: How long the connections' writes in flight may take once the group
     ///     shuts down gracefully.
     ///   - executor: Where the accepting loop runs (a ring's `taskExecutor`, say); `nil`: the
@@ -60,21 +74,21 @@ public struct IOListenerService: Service {
         executor: (any TaskExecutor)? = nil,
         handler: @escaping @Sendable (IOConnection) async throws -> Void
     ) {
-        self.listener = listener
+        self.listener = .listener(listener)
         self.gracePeriod = gracePeriod
         self.handler = handler
         self.executor = executor
     }
 
-    /// A service for a listener with a handler, which serves its connections itself: ``run()``
-    /// waits for the group's graceful shutdown (or cancellation) and shuts the listener down.
+    /// A service for an `IOAcceptor`, whose handler serves its connections: ``run()`` waits
+    /// for the group's graceful shutdown (or cancellation) and shuts the acceptor down.
     ///
     /// - Parameters:
-    ///   - listener: A listener made with a handler.
+    ///   - acceptor: The acceptor, with its handler.
     ///   - gracePeriod: How long the connections' writes in flight may take once the group
     ///     shuts down gracefully.
-    public init(_ listener: IOListener, gracePeriod: Duration) {
-        self.listener = listener
+    public init(_ acceptor: IOAcceptor, gracePeriod: Duration) {
+        self.listener = .acceptor(acceptor)
         self.gracePeriod = gracePeriod
         self.handler = nil
         self.executor = nil
@@ -86,7 +100,7 @@ public struct IOListenerService: Service {
     public func run() async {
         let listener = self.listener
         await withDiscardingTaskGroup { group in
-            if let handler = self.handler {
+            if case .listener(let listener) = listener, let handler = self.handler {
                 group.addTask(executorPreference: self.executor) {
                     await listener.serve(handler)
                 }

@@ -17,7 +17,7 @@ import Glibc
 /// A TLS connection over a stream `IOChannel` on a socket: the channel's read and write
 /// operations, with records decrypted and encrypted in between.
 ///
-///     let listener = try IOListener(host: "127.0.0.1", port: 8443, queue: ring) { event in
+///     let acceptor = try IOAcceptor(host: "127.0.0.1", port: 8443, queue: ring) { event in
 ///         guard case .accepted(let connection) = event,
 ///             let tls = try? TLSStream(accepting: connection, context: context)
 ///         else { return }
@@ -68,8 +68,8 @@ import Glibc
 /// (as ``close(flags:)``).
 ///
 /// The stream owns the channel it was given: it closes it (with `.stop`,
-/// once its own writes are done) when it is finished; for a connection of an `IOListener`
-/// that closes the socket. Do not read or write the channel yourself while the stream uses
+/// once its own writes are done) when it is finished; for a connection of an `IOListener` or
+/// an `IOAcceptor` that closes the socket. Do not read or write the channel yourself while the stream uses
 /// it.
 ///
 /// **Threads.** Every OpenSSL call of a stream runs on its `ring`'s thread, so a stream needs
@@ -146,8 +146,8 @@ public final class TLSStream: Sendable {
         self.start()
     }
 
-    /// A server stream over a connection an `IOListener` accepted, on the ring that accepted
-    /// it.
+    /// A server stream over a connection an `IOListener` or an `IOAcceptor` accepted, on the
+    /// ring that accepted it.
     ///
     ///     await listener.serve { connection in
     ///         let tls = try TLSStream(accepting: connection, context: context)

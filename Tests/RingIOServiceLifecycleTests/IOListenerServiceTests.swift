@@ -115,7 +115,7 @@ struct IOListenerServiceTests {
         let rings = try RingLoopGroup(count: 1, entries: 64)
         defer { rings.shutdown() }
         for cancel in [false, true] {
-            let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings, queue: nil) { event in
+            let listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: rings, queue: nil) { event in
                 guard case .accepted(let connection) = event else { return }
                 let channel = connection.channel
                 channel.read(offset: 0, length: .max, queue: connection.ring) { _, _, _ in }

@@ -187,7 +187,7 @@ struct BackendTests {
 
         // An accept.
         let accepted = DispatchSemaphore(value: 0)
-        let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, ring: ring, queue: ring) { event in
             if case .accepted(let connection) = event {
                 connection.channel.close()
                 accepted.signal()

@@ -56,7 +56,7 @@ struct ConfinementTests {
     func listener() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let ring = try RingLoop(entries: 8)
-            let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring, queue: ring) { _ in }
+            let listener = try IOAcceptor(host: "127.0.0.1", port: 0, ring: ring, queue: ring) { _ in }
             _RingIOTesting.touchListenerOffRing(listener)
         }
         expectConfinementTrap(result, "ring state touched off the ring thread")

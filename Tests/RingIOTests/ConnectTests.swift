@@ -279,7 +279,8 @@ struct ConnectTests {
                 try await IOConnection.connect(to: hole.address, ring: ring)
             }
             // Mid-connect: the kernel holds a socket in SYN_SENT towards the port.
-            #expect(await eventuallyAsync { synSentSockets(toPort: port) == 1 })
+            let connecting = await eventuallyAsync { synSentSockets(toPort: port) == 1 }
+            #expect(connecting)
             task.cancel()
             let result = await task.result
             guard case .failure(let error as ConnectError) = result else {
@@ -287,7 +288,8 @@ struct ConnectTests {
                 return
             }
             #expect(error.reason == .canceled)
-            #expect(await eventuallyAsync { synSentSockets(toPort: port) == 0 })
+            let closed = await eventuallyAsync { synSentSockets(toPort: port) == 0 }
+            #expect(closed)
         }
     }
 
@@ -402,7 +404,8 @@ struct ConnectTests {
             )
             #expect(connection.remoteAddress == (try SocketAddress(ipAddress: "127.0.0.1", port: holePort)))
             // The losing IPv6 attempt is cancelled and its socket closed.
-            #expect(await eventuallyAsync { synSentSockets(toPort: holePort) == 0 })
+            let loserClosed = await eventuallyAsync { synSentSockets(toPort: holePort) == 0 }
+            #expect(loserClosed)
             connection.channel.close()
         }
     }
@@ -567,7 +570,7 @@ struct ConnectTests {
     func ringShutDown() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {
             let ring = try RingLoop()
-            ring.shutdown()
+            await ring.shutdown()
             let thrown = await thrownError {
                 _ = try await IOConnection.connect(host: "127.0.0.1", port: 9, ring: ring)
             }

@@ -729,7 +729,7 @@ struct ExecutorTests {
             close(first)
             let old = IOChannel(kind: .stream, fileDescriptor: number, queue: dead) { _ in }
             await onRing(dead) {}
-            dead.shutdown()
+            await dead.shutdown()
             old.close()  // too late: the ring is gone, the cleanup handler cannot run
             close(number)
             close(firstPeer)

@@ -36,7 +36,7 @@ struct GettingStartedEchoTests {
         // The article's `main`, with port 0 for 7000 and without the wait for Ctrl-C.
         let ring = try RingLoop()
         defer { ring.shutdown() }
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { event in
             switch event {
             case .accepted(let connection):
                 Self.serve(connection)

@@ -47,7 +47,7 @@ struct IOCustomQueueTests {
         let ring = try RingLoop()
         defer { ring.shutdown() }
         let queue = CountingQueue()
-        let events = Mutex<[String]>([])
+        let events = _Lock<[String]>([])
         let finished = DispatchSemaphore(value: 0)
         let cleaned = DispatchSemaphore(value: 0)
         let channel = IOChannel(kind: .stream, fileDescriptor: left, queue: queue, ring: ring) { error in

@@ -24,7 +24,7 @@ struct ListenerDocExampleTests {
         // IOListener's type-level comment (Sources/RingIO/Listener/IOListener.swift), as written
         // there but for the address ("::" and 8080 there) and the completion's print: keep the
         // two in step.
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { event in
             guard case .accepted(let connection) = event else { return }
             let channel = connection.channel
             channel.read(offset: 0, length: .max, queue: connection.ring) { done, data, _ in
@@ -54,7 +54,7 @@ struct ListenerDocExampleTests {
     @Test("shutdown's example: the completion, off the rings, shuts the group down")
     func shutdownExample() throws {
         let group = try RingLoopGroup(count: 2, entries: 64)
-        let listener = try IOListener(host: "127.0.0.1", port: 0, group: group, queue: nil) { _ in }
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: group, queue: nil) { _ in }
         let clients = try connectClients(2, "127.0.0.1", listener.port)
         defer { for client in clients { close(client) } }
         let done = DispatchSemaphore(value: 0)

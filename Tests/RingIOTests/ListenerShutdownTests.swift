@@ -30,15 +30,26 @@ enum ShutdownStyle: String, CaseIterable, CustomTestStringConvertible, Sendable 
     var testDescription: String { self.rawValue }
 }
 
+/// What the shutdown tests do with a listener of either kind.
+private protocol ShuttingDown: Sendable {
+    var port: UInt16 { get }
+    func shutdown(gracePeriod: Duration, queue: some IOQueue, completion: @escaping @Sendable () -> Void)
+    func shutdown(gracePeriod: Duration) async
+}
+
+extension IOListener: ShuttingDown {}
+extension IOAcceptor: ShuttingDown {}
+
 /// Shuts `listener` down in `style`; whether it completed within `seconds`.
-private func shutDown(_ listener: IOListener, _ style: ShutdownStyle, grace: Duration, seconds: Int = 20) -> Bool {
+private func shutDown(_ listener: some ShuttingDown, _ style: ShutdownStyle, grace: Duration, seconds: Int = 20) -> Bool
+{
     beginShutdown(listener, style, grace: grace)(seconds)
 }
 
 /// Begins shutting `listener` down in `style`; the result waits (at most `seconds`) for it to
 /// complete. When this returns the shutdown has begun: the listening socket is closed.
 private func beginShutdown(
-    _ listener: IOListener,
+    _ listener: some ShuttingDown,
     _ style: ShutdownStyle,
     grace: Duration
 ) -> @Sendable (_ seconds: Int) -> Bool {
@@ -101,7 +112,7 @@ struct ListenerShutdownTests {
     func noConnections(_ style: ShutdownStyle) throws {
         let ring = try RingLoop(entries: 64)
         defer { ring.shutdown() }
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { _ in }
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { _ in }
         let port = listener.port
         #expect(shutDown(listener, style, grace: .seconds(30)), "the shutdown did not complete")
         #expect(eventually { listeningSocketCount(port: port) == 0 })
@@ -119,7 +130,7 @@ struct ListenerShutdownTests {
         defer { ring.shutdown() }
         let reads = _Lock<[OperationLog]>([])
         let closed = Counter()
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { event in
             guard case .accepted(let connection) = event else { return }
             let log = OperationLog(onQueue: { ring.isCurrentThread })
             reads.withLock { $0.append(log) }
@@ -184,7 +195,7 @@ struct ListenerShutdownTests {
         defer { ring.shutdown() }
         let write = OperationLog(onQueue: { ring.isCurrentThread })
         let read = OperationLog(onQueue: { ring.isCurrentThread })
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { event in
             guard case .accepted(let connection) = event else { return }
             let channel = connection.channel
             read.submitting { channel.read(offset: 0, length: .max, queue: ring, handler: read.readHandler) }
@@ -219,7 +230,7 @@ struct ListenerShutdownTests {
         let ring = try RingLoop(entries: 64)
         defer { ring.shutdown() }
         let write = OperationLog(onQueue: { ring.isCurrentThread })
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { event in
             guard case .accepted(let connection) = event else { return }
             write.submitting {
                 connection.channel.write(
@@ -259,7 +270,7 @@ struct ListenerShutdownTests {
         defer { ring.shutdown() }
         let asked = Counter()
         let accepted = Counter()
-        let listener = try IOListener(host: "127.0.0.1", port: 0, queue: ring) { event in
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, queue: ring) { event in
             guard case .accepted(let connection) = event else { return }
             let channel = connection.channel
             // The first connection says goodbye and closes; the second does nothing when asked

@@ -40,11 +40,11 @@ final class ListenerLog: Sendable {
         self.onAccept = onAccept
     }
 
-    var handler: @Sendable (IOListener.Event) -> Void {
+    var handler: @Sendable (IOAcceptor.Event) -> Void {
         { event in self.record(event) }
     }
 
-    private func record(_ event: IOListener.Event) {
+    private func record(_ event: IOAcceptor.Event) {
         let wrongQueue = self.onQueue.map { !$0() } ?? false
         self.state.withLock { state in
             if state.inside { state.problems.append("overlapping handler calls: \(event)") }
@@ -115,10 +115,10 @@ extension ChannelContext {
         port: UInt16 = 0,
         options: IOListener.Options = IOListener.Options(),
         log: ListenerLog
-    ) throws(Errno) -> IOListener {
+    ) throws(Errno) -> IOAcceptor {
         switch self.kind {
         case .dispatch:
-            try IOListener(
+            try IOAcceptor(
                 host: host,
                 port: port,
                 options: options,
@@ -127,7 +127,7 @@ extension ChannelContext {
                 handler: log.handler
             )
         case .ring:
-            try IOListener(host: host, port: port, options: options, queue: self.ring, handler: log.handler)
+            try IOAcceptor(host: host, port: port, options: options, queue: self.ring, handler: log.handler)
         }
     }
 }
@@ -387,7 +387,7 @@ struct ListenerOptionTests {
         let log = ListenerLog()
         var options = IOListener.Options()
         options.reusePort = true
-        let listener = try IOListener(
+        let listener = try IOAcceptor(
             host: "127.0.0.1",
             port: 0,
             options: options,
@@ -417,7 +417,7 @@ struct ListenerOptionTests {
         defer { group.shutdown() }
         var options = IOListener.Options()
         options.reusePort = true
-        let listener = try IOListener(
+        let listener = try IOAcceptor(
             host: "127.0.0.1",
             port: 0,
             options: options,

@@ -73,7 +73,7 @@ struct ListenerUnixTests {
         var options = IOListener.Options()
         options.maxConnections = 2
         let accepted = _TestLock<[IOConnection]>([])
-        let listener = try IOListener(address: SocketAddress(unixPath: path), options: options, queue: ring) { event in
+        let listener = try IOAcceptor(address: SocketAddress(unixPath: path), options: options, queue: ring) { event in
             if case .accepted(let connection) = event { accepted.withLock { $0.append(connection) } }
         }
         let clients = try (0..<3).map { _ in try connectUnix(path) }

@@ -96,7 +96,7 @@ struct POSIXListenerTests {
             let port = UInt16(bigEndian: address.sin_port)
             let attempt: () -> Void = {
                 #expect(throws: Errno.addressInUse) {
-                    _ = try IOListener(host: "127.0.0.1", port: port, ring: ring, queue: ring) { _ in }
+                    _ = try IOAcceptor(host: "127.0.0.1", port: port, ring: ring, queue: ring) { _ in }
                 }
             }
             // One attempt first, uncounted, after the usual warm-up: whatever the process sets

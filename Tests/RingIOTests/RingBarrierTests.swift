@@ -38,7 +38,7 @@ struct RingBarrierTests {
         let cleanup = context.cleanupLog()
         let channel = context.channel(.stream, left, cleanup: cleanup)
         let read = context.read(channel, length: 10)
-        let listener = try IOListener(host: "127.0.0.1", port: 0, ring: context.ring, queue: context.queue) { _ in }
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, ring: context.ring, queue: context.queue) { _ in }
         defer { listener.close() }
         let source = context.readSource(right)
         source.setEventHandler {}

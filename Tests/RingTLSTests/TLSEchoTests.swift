@@ -19,7 +19,7 @@ import Glibc
 /// A TLS echo server on a listener: each connection echoes what it reads and closes at the
 /// peer's `close_notify`. Records every handshake's outcome and every read's end.
 final class TLSEchoServer: Sendable {
-    let listener: IOListener
+    let listener: IOAcceptor
     let handshakes = Recorder<Result<TLSStream.Handshake, TLSError>>()
     let readEnds = Recorder<TLSError?>()
     /// One entry per connection whose socket the listener has closed.
@@ -33,7 +33,7 @@ final class TLSEchoServer: Sendable {
         var options = IOListener.Options()
         options.backlog = backlog
         let (handshakes, readEnds, closed, received) = (self.handshakes, self.readEnds, self.closed, self.received)
-        self.listener = try IOListener(host: "127.0.0.1", port: 0, options: options, group: group, queue: nil) {
+        self.listener = try IOAcceptor(host: "127.0.0.1", port: 0, options: options, group: group, queue: nil) {
             event in
             guard case .accepted(let connection) = event else { return }
             let ring = connection.ring

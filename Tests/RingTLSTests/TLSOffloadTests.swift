@@ -24,7 +24,7 @@ let kernelTLSUnavailableReason: Comment = "no kernel TLS here: \(TLSOffload.kern
 /// A server that sends, on each connection, a head, then `length` bytes of `file` from
 /// `offset`, then a tail, and closes. Records each connection's offload and its send's end.
 final class TLSFileServer: Sendable {
-    let listener: IOListener
+    let listener: IOAcceptor
     let offloads = Recorder<TLSOffload>()
     let sendEnds = Recorder<(remaining: Int, error: TLSError?)>()
 
@@ -32,7 +32,7 @@ final class TLSFileServer: Sendable {
 
     init(group: RingLoopGroup, context: TLSContext, file: CInt, offset: Int64, length: Int) throws {
         let (offloads, sendEnds) = (self.offloads, self.sendEnds)
-        self.listener = try IOListener(host: "127.0.0.1", port: 0, group: group, queue: nil) { event in
+        self.listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: group, queue: nil) { event in
             guard case .accepted(let connection) = event,
                 let tls = try? TLSStream(accepting: connection, context: context)
             else { return }

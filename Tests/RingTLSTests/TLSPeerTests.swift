@@ -65,14 +65,14 @@ final class TLSHelloServer: Sendable {
 
 /// A server that reads one line, answers it reversed and closes (with `close_notify`).
 final class TLSLineServer: Sendable {
-    let listener: IOListener
+    let listener: IOAcceptor
     let outcomes = Recorder<Result<TLSStream.Handshake, TLSError>>()
 
     var port: UInt16 { self.listener.port }
 
     init(group: RingLoopGroup, context: TLSContext) throws {
         let outcomes = self.outcomes
-        self.listener = try IOListener(host: "127.0.0.1", port: 0, group: group, queue: nil) { event in
+        self.listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: group, queue: nil) { event in
             guard case .accepted(let connection) = event,
                 let tls = try? TLSStream(accepting: connection, context: context)
             else { return }

@@ -44,15 +44,39 @@ extension IOChannel {
     /// more than 4 MiB behind pauses the receive (the peer slows down); a file read is not
     /// paused.
     ///
-    /// - Precondition: `length >= 0`.
-    public func reads(offset: Int64 = 0, length: Int = .max) -> Reads {
+    /// **Idle timeout.** With `idleTimeout`, the iteration throws `Errno.timedOut` (ETIMEDOUT)
+    /// once no byte has arrived for that long — from the read's start, or from the last bytes
+    /// received — whether or not the iteration is waiting: the way to drop a silent peer.
+    ///
+    ///     for try await data in connection.channel.reads(idleTimeout: .seconds(60)) { … }
+    ///
+    /// The read is stopped as by cancellation: the bytes received before are still produced,
+    /// and bytes that arrive after it are kept for the channel's next read. The timeout is
+    /// measured on the ring, with one timer per iteration that moves only when it fires; it
+    /// may end up to a kernel tick (1–10 ms) late.
+    ///
+    /// - Parameters:
+    ///   - offset: For random access, where to read, relative to the channel's base position;
+    ///     ignored by stream channels.
+    ///   - length: How many bytes at most; `Int.max`: until EOF.
+    ///   - idleTimeout: How long the iteration may go without an arrival; `nil`: forever.
+    /// - Precondition: `length >= 0`; `idleTimeout`, when given, is positive.
+    public func reads(offset: Int64 = 0, length: Int = .max, idleTimeout: Duration? = nil) -> Reads {
         precondition(length >= 0, "IOChannel.reads(length: \(length)) must not be negative")
-        return Reads(channel: self, offset: offset, length: length)
+        var nanoseconds: Int64 = 0
+        if let idleTimeout {
+            precondition(idleTimeout > .zero, "IOChannel.reads(idleTimeout: \(idleTimeout)) must be positive")
+            let (seconds, attoseconds) = idleTimeout.components
+            nanoseconds =
+                seconds >= Int64.max / 1_000_000_000
+                ? Int64.max / 2 : max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        }
+        return Reads(channel: self, offset: offset, length: length, idleTimeout: nanoseconds)
     }
 
     /// Reads `length` bytes, or up to EOF, and returns them.
     ///
-    /// On the channel's ring (see ``reads(offset:length:)``) the task resumes on the ring
+    /// On the channel's ring (see ``reads(offset:length:idleTimeout:)``) the task resumes on the ring
     /// thread in the turn the read ends.
     ///
     /// - Throws: The read's error (the bytes read before it are dropped); `Errno.canceled`
@@ -82,7 +106,7 @@ extension IOChannel {
     ///     try await channel.write(data)                  // a stream: at the position
     ///     try await file.write(header, offset: 0)        // random access: at an offset
     ///
-    /// On the channel's ring (see ``reads(offset:length:)``) the write is submitted at once and
+    /// On the channel's ring (see ``reads(offset:length:idleTimeout:)``) the write is submitted at once and
     /// the task resumes on the ring thread in the turn it completes.
     ///
     /// - Parameters:
@@ -173,7 +197,8 @@ extension IOChannel {
         _ = try await self.state.await(operation, collecting: false).get()
     }
 
-    /// The data of one read, as an `AsyncSequence`; see ``IOChannel/reads(offset:length:)``.
+    /// The data of one read, as an `AsyncSequence`; see
+    /// ``IOChannel/reads(offset:length:idleTimeout:)``.
     public struct Reads: AsyncSequence, Sendable {
         public typealias Element = ByteRope
         public typealias Failure = Errno
@@ -181,9 +206,11 @@ extension IOChannel {
         let channel: IOChannel
         let offset: Int64
         let length: Int
+        /// Nanoseconds; 0: none.
+        let idleTimeout: Int64
 
         public func makeAsyncIterator() -> Iterator {
-            Iterator(channel: self.channel, offset: self.offset, length: self.length)
+            Iterator(channel: self.channel, offset: self.offset, length: self.length, idleTimeout: self.idleTimeout)
         }
 
         /// Produces the read's data in order.
@@ -194,14 +221,16 @@ extension IOChannel {
             private let channel: IOChannel
             private let offset: Int64
             private let length: Int
+            private let idleTimeout: Int64
             private var subscription: _ReadsSubscription?
             /// The end was produced (`nil` or an error): every later `next()` returns `nil`.
             private var ended = false
 
-            init(channel: IOChannel, offset: Int64, length: Int) {
+            init(channel: IOChannel, offset: Int64, length: Int, idleTimeout: Int64) {
                 self.channel = channel
                 self.offset = offset
                 self.length = length
+                self.idleTimeout = idleTimeout
             }
 
             public mutating func next(
@@ -225,9 +254,10 @@ extension IOChannel {
                         mode: .normal,
                         handler: _Operation.noHandler
                     )
-                    subscription = _ReadsSubscription(operation)
+                    subscription = _ReadsSubscription(operation, core: entry.core, idleTimeout: self.idleTimeout)
                     self.subscription = subscription
                     state.schedule(operation)
+                    subscription.started()
                 }
                 let result = await subscription.next()
                 switch result {

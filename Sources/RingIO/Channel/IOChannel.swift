@@ -433,6 +433,23 @@ public final class IOChannel: Sendable {
         }
     }
 
+    /// The bytes of this channel's writes that are scheduled and not yet finished: those
+    /// waiting their turn and the rest of the one in progress, counted whole until each
+    /// finishes. The back-pressure signal for fan-out: before writing to a slow peer, compare
+    /// and drop, skip or disconnect.
+    ///
+    ///     for member in members where member.channel.queuedWriteBytes < 1 << 20 {
+    ///         member.channel.write(message, queue: member.ring) { _, _, _ in }
+    ///     }
+    ///
+    /// Any thread, read without a lock: exact on the channel's ring thread; elsewhere it lags
+    /// the ring by a moment, and a write counts once it has reached the ring. File sends
+    /// (``write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``) are not
+    /// counted.
+    public var queuedWriteBytes: Int {
+        self.state.publishedQueuedWriteBytes.load(ordering: .relaxed)
+    }
+
     /// The descriptor, or -1 once the channel is closed, or while a path channel has not
     /// opened its file yet.
     public var fileDescriptor: CInt {

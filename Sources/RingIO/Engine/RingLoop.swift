@@ -50,13 +50,22 @@ import Glibc
 /// when that happened; move long work to another executor (`Task.detached`, a
 /// `DispatchQueue`) and come back.
 ///
-/// Call ``shutdown()`` to stop it: operations in flight are cancelled, their final completions
-/// delivered (tasks awaiting them resume with `Errno.canceled`), and the thread joined.
-/// Dropping the last reference does the same, without the join when that happens on the ring
-/// thread itself. Jobs of its executors that arrive after its thread has exited run elsewhere
-/// — a task's on the global concurrent executor, an actor's on a serial queue — so that no
-/// task waits forever for a ring that is gone; channel operations scheduled then end with
-/// `Errno.canceled`.
+/// Call ``shutdown()`` (or, from async code, `await ring.shutdown()`) to stop it: operations
+/// in flight are cancelled, their final completions delivered (tasks awaiting them resume with
+/// `Errno.canceled`), and the call returns once the thread has finished. Dropping the last
+/// reference stops it the same way, without waiting. Jobs of its executors that arrive after
+/// its thread has exited run elsewhere — a task's on the global concurrent executor, an
+/// actor's on a serial queue — so that no task waits forever for a ring that is gone; channel
+/// operations scheduled then end with `Errno.canceled`.
+///
+/// **Running under valgrind.** Set `RINGIO_VALGRIND=1` in the environment of a program you
+/// run under valgrind (`RINGIO_VALGRIND=1 valgrind --tool=callgrind ./server`). Valgrind lets
+/// one thread run at a time and switches only in the syscalls it knows may block, which
+/// `io_uring_enter` is not: a ring waiting there would stop the whole program. With the
+/// setting, rings set up from then on wait in `poll(2)` on the ring's descriptor instead, and
+/// go without deferred task running and a registered ring descriptor (``setup`` shows it).
+/// Without valgrind the setting only costs a little speed; it changes nothing on the
+/// readiness engine.
 public final class RingLoop: IOQueue, @unchecked Sendable {
     // @unchecked: every stored property is immutable; `_RingCore` documents its own
     // confinement.
@@ -158,14 +167,12 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
         core.adopt(self.taskExecutor, self.serialExecutor)
     }
 
+    /// Dropping the last reference to a ring stops it as ``shutdown()`` does, without waiting:
+    /// the thread finishes on its own (a deinit never blocks the thread that runs it, which
+    /// may be one of Swift concurrency's).
     deinit {
-        if self.core.isRingThread {
-            // No one can join it any more: nothing refers to this loop.
-            self.core.stop(join: false)
-            self.core.detachThread()
-        } else {
-            self.core.stop(join: true)
-        }
+        self.core.stop(join: false)
+        self.core.detachThread()
     }
 
     /// Runs `work` on the ring thread, asynchronously.
@@ -188,10 +195,30 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     /// on the ring thread before it exits). A channel made on the ring once its shutdown has
     /// begun may never reach it: its operations end with ECANCELED.
     ///
+    /// This call blocks its thread until the ring's has finished: from async code, use
+    /// `await ring.shutdown()`, which suspends instead.
+    ///
     /// - Precondition: Not called on this ring's own thread (it cannot wait for itself).
     public func shutdown() {
         precondition(!self.core.isRingThread, "RingLoop.shutdown() called on the ring's own thread")
         self.core.stop(join: true)
+    }
+
+    /// Shuts the ring down as ``shutdown()`` does, and returns once its thread has finished —
+    /// suspending the calling task, never blocking a thread. Idempotent.
+    ///
+    ///     await ring.shutdown()
+    ///
+    /// It may be called from a task that runs on this ring: the task resumes on the global
+    /// concurrent executor (the ring runs nothing any more).
+    public func shutdown() async {
+        let core = self.core
+        core.stop(join: false)
+        // Nothing is left to join: the thread finishes on its own.
+        core.detachThread()
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            core.whenFinished { continuation.resume() }
+        }
     }
 
     /// Whether the caller is running on this ring's thread.
@@ -217,7 +244,7 @@ extension RingLoop {
         public var submissionEntries: UInt32
         public var completionEntries: UInt32
         /// Single-issuer mode with deferred task running (the fastest completion path). Never
-        /// under valgrind, where the ring waits in `poll(2)` and the kernel must post
+        /// with `RINGIO_VALGRIND=1`, where the ring waits in `poll(2)` and the kernel must post
         /// completions while it does.
         public var deferredTaskRun: Bool
         /// Cooperative task running (no inter-processor interrupt per completion).
@@ -225,8 +252,8 @@ extension RingLoop {
         /// The kernel never drops completions when the CQ overflows (FEAT_NODROP).
         public var noDrop: Bool
         /// The ring's descriptor is registered with its thread (Linux 5.18), so each
-        /// `io_uring_enter` names the ring by index, with no descriptor lookup. Never under
-        /// valgrind, nor on the readiness engine.
+        /// `io_uring_enter` names the ring by index, with no descriptor lookup. Never with
+        /// `RINGIO_VALGRIND=1`, nor on the readiness engine.
         public var registeredRingDescriptor: Bool
     }
 

@@ -68,9 +68,20 @@ public final class RingLoopGroup: Sendable {
         return self.rings[index % self.rings.count]
     }
 
-    /// Shuts every ring down (see ``RingLoop/shutdown()``).
+    /// Shuts every ring down (see ``RingLoop/shutdown()``), blocking the calling thread until
+    /// each has finished; from async code, use `await group.shutdown()`.
     public func shutdown() {
         for ring in self.rings { ring.shutdown() }
+    }
+
+    /// Shuts every ring down, and returns once each has finished, suspending the calling task
+    /// (as `await ring.shutdown()` does for one ring).
+    public func shutdown() async {
+        await withDiscardingTaskGroup { group in
+            for ring in self.rings {
+                group.addTask { await ring.shutdown() }
+            }
+        }
     }
 
     /// The number of online cores, at least 1.

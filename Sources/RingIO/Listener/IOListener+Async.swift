@@ -25,16 +25,8 @@ extension IOListener {
     /// ``serve(_:)`` is that loop, with the listener closed when it ends. Iterate from one task
     /// at a time. While the iteration is 128 connections behind, accepting pauses (the kernel's
     /// backlog holds the rest).
-    ///
-    /// - Precondition: The listener was made without a handler
-    ///   (``init(host:port:options:ring:acceptFailed:)`` or
-    ///   ``init(host:port:options:group:acceptFailed:)``).
     public func connections() -> Connections {
-        precondition(
-            self.shared.connections != nil,
-            "IOListener.connections(): this listener hands its connections to its handler"
-        )
-        return Connections(listener: self)
+        Connections(listener: self)
     }
 
     /// Serves every accepted connection with `handler`, each in a child task that prefers the
@@ -99,8 +91,9 @@ extension IOListener {
             public mutating func next(
                 isolation actor: isolated (any Actor)? = #isolation
             ) async throws(Errno) -> IOConnection? {
-                let shared = self.listener.shared
-                let queue = shared.connections!
+                let shared = self.listener.core.shared
+                // Made with the listener, for the iteration.
+                let queue = shared.connections.unsafelyUnwrapped
                 if let ready = queue.take(resuming: shared) {
                     return try ready.get()
                 }

@@ -27,7 +27,7 @@ internal final class _ListenerState: @unchecked Sendable {
     let options: IOListener.Options
     /// Where the handler runs; `nil`: on the accepting ring.
     let queue: (any IOQueue)?
-    let handler: @Sendable (IOListener.Event) -> Void
+    let handler: @Sendable (IOAcceptor.Event) -> Void
     /// The async API's connections waiting for the iteration; `nil` with a handler.
     let connections: _ConnectionQueue?
     let live = Atomic<Int>(0)
@@ -42,7 +42,7 @@ internal final class _ListenerState: @unchecked Sendable {
     init(
         options: IOListener.Options,
         queue: (any IOQueue)?,
-        handler: @escaping @Sendable (IOListener.Event) -> Void,
+        handler: @escaping @Sendable (IOAcceptor.Event) -> Void,
         connections: _ConnectionQueue?
     ) {
         self.options = options

@@ -128,3 +128,32 @@ public struct IOConnection: Sendable {
         }
     }
 }
+
+extension IOConnection: Hashable, Identifiable {
+    /// A connection's identity: two copies of one connection have the same, two connections
+    /// open at the same time never do. (An identity may be given again to a connection made
+    /// after this one was dropped, as an object's address may: keep the connection, as a
+    /// dictionary keyed by it does, and its identity stays its own.)
+    public struct ID: Hashable, Sendable, CustomStringConvertible {
+        internal let object: ObjectIdentifier
+
+        /// The identity's text, for logs: `connection-` and a hexadecimal number, the same for
+        /// the connection's life.
+        public var description: String {
+            "connection-" + String(UInt(bitPattern: self.object), radix: 16)
+        }
+    }
+
+    /// This connection's identity: equal for the copies of one connection.
+    public var id: ID { ID(object: ObjectIdentifier(self.slot)) }
+
+    /// Whether `lhs` and `rhs` are the same connection (copies of one connection value).
+    public static func == (lhs: IOConnection, rhs: IOConnection) -> Bool {
+        lhs.slot === rhs.slot
+    }
+
+    /// Hashes the connection's identity.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self.slot))
+    }
+}

@@ -43,11 +43,18 @@ internal final class _AsyncReadStream: Sendable {
     }
 
     private let state = _Lock(State())
+    /// The iteration's idle timeout, told of each arrival; `nil` without one.
+    let idleWatch: _IdleWatch?
+
+    init(idleWatch: _IdleWatch? = nil) {
+        self.idleWatch = idleWatch
+    }
 
     /// The operation's handler call. Ring thread. Bytes join the last rope not yet taken when
     /// they fit under `mergeLimit` (the high water mark); a tick of a strict interval is an
     /// empty rope of its own; the final call's bytes (R34) come before the end.
     func operationDelivered(done: Bool, data: ByteRope?, error: Errno?, mergeLimit: Int) {
+        if let idleWatch = self.idleWatch, let data, !data.isEmpty { idleWatch.arrived() }
         let waiter: UnsafeContinuation<Void, Never>? = self.state.withLock { state in
             if let data, !data.isEmpty {
                 let last = state.ropes.count - 1

@@ -13,11 +13,21 @@ import SystemPackage
 /// the read.
 internal final class _ReadsSubscription: Sendable {
     private let operation: _ReadOperation
-    private let stream = _AsyncReadStream()
+    private let stream: _AsyncReadStream
 
-    init(_ operation: _ReadOperation) {
+    /// - Parameter idleTimeout: Nanoseconds without an arrival that end the read with
+    ///   ETIMEDOUT; 0: none. Its watch starts with ``started()``.
+    init(_ operation: _ReadOperation, core: _RingCore, idleTimeout: Int64) {
         self.operation = operation
+        self.stream = _AsyncReadStream(
+            idleWatch: idleTimeout > 0 ? _IdleWatch(core: core, timeout: idleTimeout, operation: operation) : nil
+        )
         operation.awaiting = .stream(self.stream)
+    }
+
+    /// The operation is scheduled: its idle timeout, if any, starts.
+    func started() {
+        self.stream.idleWatch?.start()
     }
 
     deinit {

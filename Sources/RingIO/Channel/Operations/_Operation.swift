@@ -47,6 +47,9 @@ internal class _Operation: RingOperationTarget {
     var highWater = Int.max
     private var intervalNanoseconds: Int64 = 0
     var strictInterval = false
+    /// A write's bytes: what it counts in its channel's queued write bytes from the moment
+    /// the channel takes it until it finishes; 0 for every other operation.
+    var writeLength = 0
     /// Handed to its channel on the ring (submitted or refused).
     var scheduled = false
     var admitted = false

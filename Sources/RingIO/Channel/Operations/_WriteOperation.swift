@@ -51,6 +51,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
     @inline(__always)
     private func resetForReuse(data: ByteRope) {
         self.data = data
+        self.writeLength = data.count
         self.written = 0
         self.bufferStart = 0
         self.bufferEnd = 0
@@ -91,6 +92,7 @@ internal final class _WriteOperation: _Operation, @unchecked Sendable {
             lane: _Operation.lane(kind: channel.kind, entry: entry, isRead: false),
             handler: handler
         )
+        self.writeLength = data.count
     }
 
     deinit {

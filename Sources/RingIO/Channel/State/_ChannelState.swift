@@ -39,8 +39,17 @@ internal final class _ChannelState: @unchecked Sendable {
     static let closedDescriptor: CInt = -2
     /// Set by `close` on the calling thread (the ring learns it in order, through `perform`).
     let closeRequested = Atomic<Bool>(false)
+    /// What waits for the cleanup handler to have run (``IOChannel/closeAndWait(flags:)``);
+    /// `nil` once it has. Touched once per channel by the cleanup, and by each waiter.
+    let cleanupWaiters = _Lock<[@Sendable () -> Void]?>([])
+
+    /// ``queuedWriteBytes`` for other threads (``IOChannel/queuedWriteBytes``): a relaxed
+    /// copy, stored by the ring thread whenever it changes.
+    let publishedQueuedWriteBytes = Atomic<Int>(0)
 
     // MARK: Ring thread only
+    /// The bytes of the writes the channel has taken and not yet finished.
+    var queuedWriteBytes = 0
     var lowWater: Int
     var highWater = Int.max
     var intervalNanoseconds: Int64 = 0
@@ -101,8 +110,60 @@ internal final class _ChannelState: @unchecked Sendable {
             base: 0,
             descriptor: -1
         )
-        queue.enqueue { cleanupHandler(error) }
+        queue.enqueue {
+            cleanupHandler(error)
+            state.cleanedUp()
+        }
         return state
+    }
+
+    /// Runs the cleanup handler (on the cleanup queue), then lets the waiters go.
+    func runCleanup(_ error: Errno?) {
+        self.cleanupHandler(error)
+        self.cleanedUp()
+    }
+
+    /// The cleanup handler has run: the waiters go, and later ones go at once.
+    func cleanedUp() {
+        let waiters = self.cleanupWaiters.withLock { waiters in
+            defer { waiters = nil }
+            return waiters ?? []
+        }
+        for waiter in waiters { waiter() }
+    }
+
+    /// Calls `waiter` once the cleanup handler has run: at once, on the calling thread, if it
+    /// has; else on the cleanup queue, after the handler.
+    func whenCleanedUp(_ waiter: @escaping @Sendable () -> Void) {
+        let done = self.cleanupWaiters.withLock { waiters -> Bool in
+            guard waiters != nil else { return true }
+            waiters!.append(waiter)
+            return false
+        }
+        if done { waiter() }
+    }
+
+    /// Opens a path channel's descriptor now, on its ring (a descriptor channel's is open):
+    /// `deliver` gets `nil` once it is, or why it is not — the creation error, the open's
+    /// error, ECANCELED when the channel was closed first. On the ring thread.
+    func openNow(_ deliver: @escaping @Sendable (Errno?) -> Void) {
+        guard let entry = self.entry else {
+            deliver(self.creationFailure!)
+            return
+        }
+        let open: @Sendable () -> Void = {
+            guard !self.done, !self.closed else {
+                deliver(.canceled)
+                return
+            }
+            entry.withDescriptor { error in deliver(error ?? entry.stickyError) }
+        }
+        if entry.core.isRingThread {
+            open()
+        } else {
+            // A ring that is gone opens nothing: the caller must hear of it all the same.
+            entry.core.enqueue(open, orElse: { deliver(.canceled) })
+        }
     }
 
     // MARK: Any thread
@@ -355,8 +416,15 @@ internal final class _ChannelState: @unchecked Sendable {
             operation.completeAtOnce()
         } else {
             self.operations.append(operation)
+            if operation.writeLength > 0 { self.changeQueuedWriteBytes(by: operation.writeLength) }
             entry.enqueue(operation)
         }
+    }
+
+    @inline(__always)
+    private func changeQueuedWriteBytes(by delta: Int) {
+        self.queuedWriteBytes += delta
+        self.publishedQueuedWriteBytes.store(self.queuedWriteBytes, ordering: .relaxed)
     }
 
     private func close(stop: Bool) {
@@ -383,6 +451,7 @@ internal final class _ChannelState: @unchecked Sendable {
         self.entry?.core.assertOnRingThread()
         if let index = self.operations.firstIndex(where: { $0 === operation }) {
             self.operations.remove(at: index)
+            if operation.writeLength > 0 { self.changeQueuedWriteBytes(by: -operation.writeLength) }
         }
         if self.stopWhenWritesFinish && !self.hasPendingWrites {
             self.stopWhenWritesFinish = false

@@ -47,7 +47,8 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     var poison: Errno?
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
     @exclusivity(unchecked) var channels: [_ChannelState] = []
-    var cleanups: [(queue: any IOQueue, handler: @Sendable (Errno?) -> Void)] = []
+    /// The channels done, whose cleanup handlers run once the entry finishes.
+    var cleanups: [_ChannelState] = []
     /// Operations and barriers not yet retired (finished with no syscall in flight).
     var unretired = 0
     var noLiveChannels = false
@@ -147,7 +148,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
 
     func channelDone(_ channel: _ChannelState) {
         self.core.assertOnRingThread()
-        self.cleanups.append((channel.cleanupQueue, channel.cleanupHandler))
+        self.cleanups.append(channel)
         if let index = self.channels.firstIndex(where: { $0 === channel }) {
             self.channels.remove(at: index)
         }
@@ -180,9 +181,8 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     func runCleanups() {
-        for cleanup in self.cleanups {
-            let handler = cleanup.handler
-            self.core.deliver(on: cleanup.queue) { handler(nil) }
+        for channel in self.cleanups {
+            self.core.deliver(on: channel.cleanupQueue) { channel.runCleanup(nil) }
         }
         self.cleanups.removeAll()
     }

@@ -87,6 +87,13 @@ extension _RingCore {
         _POSIX.close(self.eventFD)
         self.executors = nil
         self.ringThreadID.store(0, ordering: .releasing)
+        // Last: an async shutdown resumes here (its task, if it preferred this ring, on the
+        // global executor: the ring takes no job any more).
+        let waiters = self.finishWaiters.withLock { waiters in
+            defer { waiters = nil }
+            return waiters ?? []
+        }
+        for waiter in waiters { waiter() }
     }
 
     /// The ring is exiting with nothing in flight: each layer closes what it still has open

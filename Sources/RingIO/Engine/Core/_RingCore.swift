@@ -34,6 +34,8 @@ internal final class _RingCore: @unchecked Sendable {
     /// Set by the ring thread when it has exited its loop.
     let exited = Atomic<Bool>(false)
     let threadState = _Lock<(thread: pthread_t?, joined: Bool)>((nil, false))
+    /// Called once the ring thread has finished (``whenFinished(_:)``); `nil` once it has.
+    let finishWaiters = _Lock<[@Sendable () -> Void]?>([])
     /// The ring thread's identity, for `isRingThread`; 0 once it has exited (a new thread may
     /// get the same identity).
     let ringThreadID = Atomic<UInt>(0)
@@ -347,6 +349,11 @@ internal final class _RingCore: @unchecked Sendable {
         guard join else { return }
         if let thread = self.takeJoinableThread() {
             _POSIX.join(thread)
+        } else if !self.isRingThread {
+            // Joined or detached by another shutdown: wait for the thread to finish all the same.
+            let finished = DispatchSemaphore(value: 0)
+            self.whenFinished { finished.signal() }
+            finished.wait()
         }
     }
 
@@ -357,6 +364,17 @@ internal final class _RingCore: @unchecked Sendable {
         if let thread = self.takeJoinableThread() {
             _POSIX.detach(thread)
         }
+    }
+
+    /// Calls `waiter` once the ring thread has finished (its last act, on that thread), or at
+    /// once, on the calling thread, when it already has. Any thread.
+    internal func whenFinished(_ waiter: @escaping @Sendable () -> Void) {
+        let finished = self.finishWaiters.withLock { waiters -> Bool in
+            guard waiters != nil else { return true }
+            waiters!.append(waiter)
+            return false
+        }
+        if finished { waiter() }
     }
 
     /// The ring thread, once: whoever gets it joins or detaches it.

@@ -316,11 +316,11 @@ internal enum _POSIX {
 
     // MARK: Environment
 
-    /// Whether this process runs under valgrind, which puts its `vgpreload_*.so` libraries in
-    /// `LD_PRELOAD` (no valgrind header needed). The corresponding C function is `getenv`.
-    internal static var runsUnderValgrind: Bool {
-        guard let preload = getenv("LD_PRELOAD") else { return false }
-        return String(cString: preload).contains("vgpreload")
+    /// Whether `RINGIO_VALGRIND=1` is set: rings are set up to run under valgrind (see
+    /// ``RingLoop``, "Running under valgrind"). The corresponding C function is `getenv`.
+    internal static var valgrindCompatibility: Bool {
+        guard let value = getenv("RINGIO_VALGRIND") else { return false }
+        return String(cString: value) == "1"
     }
 
     // MARK: Threads and signals

@@ -23,8 +23,8 @@ import Glibc
 /// the process at a time and lets another run only while the current one is in a syscall it
 /// knows may block; `io_uring_enter` is not one of them, so a ring thread waiting in it would
 /// stop every other thread of the process for good (its creator, waiting for the ring to
-/// start, first). A ring set up in a process that runs under valgrind — valgrind puts its
-/// `vgpreload` libraries in `LD_PRELOAD` — therefore never waits inside `io_uring_enter`: it
+/// start, first). A ring set up with `RINGIO_VALGRIND=1` in the environment (the documented
+/// switch, see ``RingLoop``) therefore never waits inside `io_uring_enter`: it
 /// submits without waiting and, when no completion is ready, waits in `poll(2)` on the ring's
 /// descriptor (readable when completions are), which valgrind knows blocks. Such a ring is set
 /// up without `IORING_SETUP_DEFER_TASKRUN`: with it the kernel posts completions only while the
@@ -35,8 +35,8 @@ import Glibc
 internal struct _URing {
     /// Stable address for liburing: the struct is allocated once and never moves.
     private let ring: UnsafeMutablePointer<io_uring>
-    /// Whether waits go through `poll(2)` rather than `io_uring_enter` (under valgrind, see
-    /// above). Decided once, at set-up.
+    /// Whether waits go through `poll(2)` rather than `io_uring_enter` (`RINGIO_VALGRIND=1`,
+    /// see above). Decided once, at set-up.
     private let waitsInPoll: Bool
     /// The setup flags the kernel accepted.
     internal let setupFlags: UInt32
@@ -72,7 +72,7 @@ internal struct _URing {
         let ring = UnsafeMutablePointer<io_uring>.allocate(capacity: 1)
         ring.initialize(to: io_uring())
         var lastError = Errno.invalidArgument
-        let waitsInPoll = _POSIX.runsUnderValgrind
+        let waitsInPoll = _POSIX.valgrindCompatibility
         for flags in Self.setupFlagChoices where !waitsInPoll || flags & IORING_SETUP_DEFER_TASKRUN == 0 {
             var params = io_uring_params()
             params.flags = flags
