@@ -1,6 +1,7 @@
 //===----------------------------------------------------------------------===//
 // RingIO — channel test support: handler recorders, delivery contexts, descriptor makers and
 // bounded waits for the IOChannel suites.
+// Rule numbers (R…, D…): Sources/RingIO/RingIO.docc/DispatchIOContract.md and ComingFromDispatch.md.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
