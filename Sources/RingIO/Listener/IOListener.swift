@@ -123,7 +123,8 @@ public final class IOListener: Sendable {
     ///   - handler: Called for each accepted connection and each failure. Its calls on one
     ///     queue (or, with `queue: nil`, on one ring) never overlap.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
-    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
+    ///   `listen` or `getsockname`; of ``RingLoopGroup/shared``'s set-up
+    ///   (its ``RingSetupError``'s `errno`) when the ring is taken from that group.
     public convenience init(
         host: String,
         port: UInt16,
@@ -165,7 +166,8 @@ public final class IOListener: Sendable {
     ///   - handler: Called for each accepted connection and each failure.
     /// - Throws: The errno of `socket`, `setsockopt`, `bind` (EADDRINUSE, EACCES, ENOENT for a
     ///   Unix path whose directory does not exist…), `chmod`, `listen` or `getsockname`; of
-    ///   io_uring's set-up when there is no ring.
+    ///   ``RingLoopGroup/shared``'s set-up (its ``RingSetupError``'s `errno`) when the ring is
+    ///   taken from that group.
     public init(
         address: SocketAddress,
         options: Options = Options(),
@@ -257,7 +259,8 @@ public final class IOListener: Sendable {
     ///     ENFILE…; the listener backs off and retries as described above), and for each
     ///     accepted connection closed because its socket options could not be set.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
-    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
+    ///   `listen` or `getsockname`; of ``RingLoopGroup/shared``'s set-up
+    ///   (its ``RingSetupError``'s `errno`) when the ring is taken from that group.
     public convenience init(
         host: String,
         port: UInt16,
