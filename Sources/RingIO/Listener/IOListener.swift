@@ -87,6 +87,7 @@ public final class IOListener: Sendable {
         /// directories).
         public var socketFilePermissions: FilePermissions?
 
+        /// The default options, as each property documents them.
         public init() {}
     }
 

@@ -76,6 +76,7 @@ public final class IODatagramChannel: Sendable {
         /// to before binding (as ``IOListener/Options/removeStaleSocketFile``). Default off.
         public var removeStaleSocketFile = false
 
+        /// The default options, as each property documents them.
         public init() {}
     }
 
