@@ -14,9 +14,10 @@ import Glibc
 
 // The example below runs in Tests/RingIOTests/ListenerDocExampleTests.swift: keep the two in step.
 
-/// A listening TCP socket (or one per ring, with `SO_REUSEPORT`) that accepts connections with
-/// io_uring's multishot accept and hands each out as an ``IOConnection``: a stream channel on
-/// the ring that accepted it.
+/// A listening TCP or Unix domain socket (or one per ring, with `SO_REUSEPORT`) that accepts
+/// connections with io_uring's multishot accept (on the readiness engine, `accept` calls on
+/// readiness) and hands each out as an ``IOConnection``: a stream channel on the ring that
+/// accepted it.
 ///
 ///     let listener = try IOListener(host: "::", port: 8080, queue: ring) { event in
 ///         guard case .accepted(let connection) = event else { return }
