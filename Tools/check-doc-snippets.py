@@ -3,7 +3,7 @@
 #
 #   Tools/check-doc-snippets.py              extract, build, report; exit 1 if a snippet fails
 #   Tools/check-doc-snippets.py --list       print each snippet and how it is checked; no build
-#   Tools/check-doc-snippets.py FILE.md ...  only these documents
+#   Tools/check-doc-snippets.py README.md    only the documents named (paths from the repository root)
 #
 # Every ```swift block of the documents in DOCUMENTS becomes a module of its own in a throwaway
 # package, .build-docs/snippets (ignored by git), that depends on this repository by path; the
