@@ -40,7 +40,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
-        // liburing, imported per STYLE.md "Bringing in liburing" (the header order matters).
+        // liburing, through a header-only shim whose include order matters (CLiburing.h says why).
         .systemLibrary(
             name: "CLiburing",
             pkgConfig: "liburing",
@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "ByteRopes"),
         // Foundation `Data` interop, kept out of ByteRopes so the rope stays light.
         .target(name: "ByteRopesFoundationCompat", dependencies: ["ByteRopes"]),
-        // The engine, channels and sources (issues 3–5). Re-exports ByteRopes.
+        // The engine, channels, sources, listeners and connections. Re-exports ByteRopes.
         .target(
             name: "RingIO",
             dependencies: [

@@ -158,4 +158,4 @@ printf '  %-44s %7d   %-16s %s\n' "RingIO IOChannel, handlers on the ring" "$rin
 printf '  %-44s %7d   %-16s %s\n' "DispatchIO" "$dispatch" "1.00" "$(ratio "$dispatch" "$fio_mbps")"
 printf '  %-44s %7d   %-16s %s\n' "fio io_uring, bs=1M, iodepth=$iodepth" "$fio_mbps" \
     "$(ratio "$fio_mbps" "$dispatch")" "1.00"
-printf '\nRatios are MB/s over MB/s. DESIGN.md section 7 target: RingIO / fio >= 0.9.\n'
+printf '\nRatios are MB/s over MB/s. Target: RingIO / fio >= 0.9.\n'

@@ -8,10 +8,11 @@
 #
 # Non-interactive: reads no standard input and asks for no permission. It checks only the
 # checked benchmarks (names matching CHECKED_FILTER: the ByteRope ones and four engine ones) and
-# only their mallocCountTotal, against Thresholds/<swift major.minor>/ (STYLE.md rule 15: allocations are a
-# contract, time is a report). Any deviation fails, an improvement included: thresholds are
-# exact (the engine ones within 2%, see checkedIO in IOBenchmarkSupport), so an improvement must
-# be recorded deliberately with the update command printed below.
+# only their mallocCountTotal, against Thresholds/<swift major.minor>/ (allocations are a
+# contract, time is a report: Benchmarks/README.md). Any deviation fails, an improvement
+# included: thresholds are exact (the engine ones within 2%, see checkedIO in
+# IOBenchmarkSupport), so an improvement must be recorded deliberately with the update command
+# printed below.
 #
 # Exit status: 0 when every checked malloc count equals its threshold; non-zero on a build
 # failure, a missing threshold directory, or any deviation.

@@ -40,8 +40,8 @@
 ///              └─ keeps the region's memory alive; its deinit runs the deallocator
 ///
 /// Regions are never merged or split by concatenation: the regions of `a + b` are exactly
-/// the regions of `a` followed by those of `b` (dispatch's R7), so what a reader sees as
-/// regions is what the producers made.
+/// the regions of `a` followed by those of `b` (rule R7 of <doc:DispatchDataContract>), so what
+/// a reader sees as regions is what the producers made.
 ///
 /// ## Value semantics and sharing
 ///
@@ -50,6 +50,9 @@
 /// only owner — which is what makes an append loop linear.
 ///
 /// ## Differences from `DispatchData`
+///
+/// <doc:DispatchDataContract> goes through `DispatchData`'s behaviour rule by rule (R1–R19);
+/// in short:
 ///
 /// - `append` and `+` are O(log *r*), not O(*r*): a million appends take well under a second
 ///   (`DispatchData` needs 46 s for 40,000).

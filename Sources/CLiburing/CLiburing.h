@@ -1,4 +1,4 @@
-// RingIO — CLiburing: the liburing shim. See STYLE.md, "Bringing in liburing".
+// RingIO — CLiburing: the liburing shim. The include order below matters; the comments say why.
 #ifndef CLIBURING_H
 #define CLIBURING_H
 

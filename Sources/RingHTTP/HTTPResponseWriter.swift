@@ -28,7 +28,7 @@ import ByteRopes
 public struct HTTPResponseWriter: Sendable {
     /// Where the `Date` field comes from.
     public enum DateSource: Hashable, Sendable {
-        /// The current time, formatted once per second for the whole process.
+        /// The current time, formatted at most once per second on each thread (``HTTPDate``).
         case current
         /// A fixed time, in seconds since 1970 (for tests and reproducible output).
         case fixed(secondsSince1970: Int)

@@ -10,3 +10,8 @@
 // `FilePermissions`).
 @_exported import ByteRopes
 @_exported import SystemPackage
+
+// Rule numbers in this module's comments and tests: R20–R81 are dispatch I/O's rules, in
+// RingIO.docc/DispatchIOContract.md; D1–D8 RingIO's deliberate differences from them, in
+// RingIO.docc/ComingFromDispatch.md; R1–R19 dispatch data's, in
+// Sources/ByteRopes/ByteRopes.docc/DispatchDataContract.md.

@@ -126,6 +126,7 @@ extension TLSStream {
 
         /// Produces the stream's plaintext in order.
         public struct Iterator: AsyncIteratorProtocol {
+            /// Plaintext, as a rope: the bytes of one or more decrypted records.
             public typealias Element = ByteRope
             public typealias Failure = TLSError
 

@@ -1,6 +1,6 @@
 //===----------------------------------------------------------------------===//
 // RingIO — RingHTTP tests: request parsing — requests cut at every byte, pipelining, the
-// GCD notes' 8-chunk fixture, zero copy, phases.
+// eight-chunk fixture, zero copy, phases.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -250,14 +250,15 @@ struct HTTPRequestParserTests {
     }
 }
 
-// MARK: - The GCD notes' fixture
+// MARK: - The eight-chunk fixture
 
-/// The eight chunks of gcd-design-notes §3.1, as a request: the notes' HTTP/1.1 200
-/// response, whose head is split `22:38` | `:34 GMT`, `Red-H` | `at/Linux`, `Con` |
-/// `tent-Type`, `Content-` | `Length: 131`, with the head's end inside chunk 5 followed
-/// by `<html>`, and the 131-byte body running on through chunks 6 and 7 (still incomplete)
-/// to chunk 8. A server parses requests, so the status line becomes a request line and
-/// `Server` becomes `User-Agent`; every cut is where the notes put it.
+/// A message as it arrives from the network, in eight chunks cut at arbitrary bytes — the
+/// classic illustration of why dispatch data is a rope: an HTTP/1.1 200 response whose head
+/// is split `22:38` | `:34 GMT`, `Red-H` | `at/Linux`, `Con` | `tent-Type`, `Content-` |
+/// `Length: 131`, with the head's end inside chunk 5 followed by `<html>`, and the 131-byte
+/// body running on through chunks 6 and 7 (still incomplete) to chunk 8. A server parses
+/// requests, so the status line becomes a request line and `Server` becomes `User-Agent`;
+/// every cut stays where it was.
 let gcdFixtureChunks: [String] = [
     "POST /pages HTTP/1.1\r\nHost: www.example.com\r\nDate: Mon, 23 May 2005 22:38",
     ":34 GMT\r\nUser-Agent: Apache/1.3.3.7 (Unix) (Red-H",
@@ -269,7 +270,7 @@ let gcdFixtureChunks: [String] = [
     " HTML document.\n</body>\n</html>\r\n",
 ]
 
-@Suite("HTTPRequestParser: the 8-chunk fixture of the GCD notes")
+@Suite("HTTPRequestParser: a request arriving in eight arbitrary chunks")
 struct HTTPGCDFixtureTests {
     let chunks = gcdFixtureChunks.map(rope)
 

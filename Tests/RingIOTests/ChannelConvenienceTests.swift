@@ -1,5 +1,6 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOChannel: one-shot reads and writes on a descriptor (R77–R81, D5).
+// Rule numbers (R…, D…): Sources/RingIO/RingIO.docc/DispatchIOContract.md and ComingFromDispatch.md.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

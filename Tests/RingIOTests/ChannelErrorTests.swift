@@ -1,5 +1,6 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOChannel: errors and faults (R64–R70, D3).
+// Rule numbers (R…, D…): Sources/RingIO/RingIO.docc/DispatchIOContract.md and ComingFromDispatch.md.
 //
 // Faults that touch the whole process run in a child process (an exit test): SIGPIPE (a
 // regression would end the process, and with it every other test), closing a descriptor

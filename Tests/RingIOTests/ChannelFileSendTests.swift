@@ -1,6 +1,7 @@
 //===----------------------------------------------------------------------===//
 // RingIO — tests: `IOChannel.write(contentsOf:offset:length:)`, file bytes spliced to a
 // socket or a pipe.
+// Rule numbers (R…, D…): Sources/RingIO/RingIO.docc/DispatchIOContract.md and ComingFromDispatch.md.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

@@ -1,5 +1,6 @@
 //===----------------------------------------------------------------------===//
 // RingIO — IOChannel: writes queued behind a send in flight leave together.
+// Rule numbers (R…, D…): Sources/RingIO/RingIO.docc/DispatchIOContract.md and ComingFromDispatch.md.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -135,7 +136,7 @@ struct ChannelGatherTests {
         received += readExactly(reader, expected.count - received.count)
         #expect(received.count == expected.count)
         #expect(received == expected, "the stream is not the big write, what the riders sent, then the tail")
-        // Cleanup handlers run once no channel is left on the descriptor (R29).
+        // Cleanup handlers run once no channel is left on the descriptor (R23).
         leader.close()
         for cleanup in cleanups { cleanup.expectOnce(nil) }
     }

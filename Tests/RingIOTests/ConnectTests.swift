@@ -601,7 +601,7 @@ extension String {
 }
 
 /// The error `body` throws, or `nil`: await into a local, then check it with `#expect` (never
-/// `#expect` around an `await` of a closure; see ChannelSupport.swift).
+/// `#expect` around an `await` of a closure; see Tests/RingIOTestSupport/Waiting.swift).
 func thrownError(_ body: () async throws -> Void) async -> (any Error)? {
     do {
         try await body()

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — event sources against the dispatch source rules (DESIGN §5, GCD notes §3.5):
+// RingIO — event sources against DispatchSource's semantics, as IOSource's documentation states them:
 // created suspended, counted suspend/resume, coalescing, cancel handler last; timers, signals,
 // readiness, process exit and custom add/or sources.
 //

@@ -13,7 +13,8 @@ import Foundation
 // Naming: `<Operation>_<Kind>[_<N>]`, identifiers without spaces (a space breaks `thresholds check`).
 // Every benchmark whose kind starts with `ByteRope` is *checked*: its malloc count has an absolute p90
 // threshold in Thresholds/<swift version>/. The others are baselines doing the same work, reported only.
-// Wall clock and throughput are always reported and never checked (STYLE.md rule 15).
+// Wall clock and throughput are always reported and never checked: allocations are a contract, time is
+// a report (Benchmarks/README.md, "Checked thresholds: allocations only").
 //
 // With `scalingFactor: .kilo` one measured iteration performs 1,000 operations. The text output
 // divides by that (rows marked `*`), but threshold files hold the raw count per measured iteration.

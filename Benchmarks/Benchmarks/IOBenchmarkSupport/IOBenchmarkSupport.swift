@@ -16,7 +16,7 @@ import Glibc
 // MARK: - Configurations
 
 /// An I/O benchmark's configuration: wall clock, throughput, allocations and CPU time per
-/// operation, all reported and none checked (STYLE.md rule 15: time is a report). Only the
+/// operation, all reported and none checked (time is a report, Benchmarks/README.md). Only the
 /// ByteRope benchmarks have checked thresholds; no I/O benchmark name may match `.*_ByteRope.*`.
 ///
 /// The CPU time is ``MetricName/cpuNanosecondsPerOperation`` (recorded by

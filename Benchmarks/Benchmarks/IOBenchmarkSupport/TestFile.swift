@@ -14,7 +14,7 @@ import Glibc
 /// Environment (run-fio-baseline.sh reads the same two variables the same way):
 ///
 /// - `RINGIO_BENCH_FILE_SIZE`: bytes, optionally with a binary suffix `K`, `M` or `G`
-///   (KiB, MiB, GiB). Default `2G` (the 2 GiB).
+///   (KiB, MiB, GiB). Default `2G` (2 GiB).
 /// - `RINGIO_BENCH_FILE`: the path. Default `/tmp/ringio-bench-<bytes>.bin`.
 ///
 /// Contents: each 8-byte little-endian word holds its own offset, so a read can be checked

@@ -501,7 +501,7 @@ enum Plan {
     }
 
     /// A 16 KiB and a 1 MiB file, keep-alive, 16 connections: by the load generator (every body
-    /// checked), and by wrk when installed (issue 15's measurement: `wrk -t1 -c16`).
+    /// checked), and by wrk when installed (`wrk -t1 -c16`).
     static func staticFileWorkloads(wrk: Bool) -> [Workload] {
         StaticFiles.all.flatMap { file in
             [false, true].filter { !$0 || wrk }.map { byWrk in

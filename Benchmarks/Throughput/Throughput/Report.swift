@@ -47,7 +47,7 @@ enum Format {
     }
 }
 
-/// A target of DESIGN.md section 7 / the benchmarks issue, checked against a run.
+/// A performance target (Benchmarks/README.md lists them), checked against a run.
 struct TargetCheck: Codable {
     var target: String
     var measured: String
@@ -256,7 +256,7 @@ extension RunReport {
             { "RingIO serves \(Format.ratio($0)) nginx's requests/s" },
             { $0 >= 3 }
         )
-        // Issue 16: the readiness engine beside SwiftNIO, both on epoll.
+        // The readiness engine beside SwiftNIO, both on epoll.
         let epoll = "ringio" + Backend.epoll.keySuffix
         let notRun = self.ran(.epoll) ? "not measured" : "not run (`--backend both` runs it)"
         add(
@@ -275,7 +275,7 @@ extension RunReport {
                 unmeasured: notRun
             )
         }
-        // Issue 15: files to sockets at nginx's speed (nginx: sendfile on, one worker).
+        // Files to sockets at nginx's speed (nginx: sendfile on, one worker).
         for file in StaticFiles.all {
             for (suffix, client) in [("", "loadgen"), ("-wrk", "wrk")] {
                 let workload = file.workload + suffix

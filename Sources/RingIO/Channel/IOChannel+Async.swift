@@ -215,6 +215,7 @@ extension IOChannel {
 
         /// Produces the read's data in order.
         public struct Iterator: AsyncIteratorProtocol {
+            /// One delivery of the read: a rope of the bytes it carried.
             public typealias Element = ByteRope
             public typealias Failure = Errno
 

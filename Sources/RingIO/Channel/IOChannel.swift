@@ -14,7 +14,8 @@ import Glibc
 #endif
 
 /// A channel for reading and writing a descriptor with completion handlers: Apple's
-/// `DispatchIO`, rule for rule, on io_uring and without copies.
+/// `DispatchIO`, rule for rule, on io_uring (or the readiness engine where io_uring is
+/// refused) and without copies.
 ///
 ///     let channel = IOChannel(kind: .stream, fileDescriptor: socket, queue: ring) { _ in
 ///         close(socket)
@@ -23,6 +24,10 @@ import Glibc
 ///         if let data, !data.isEmpty { channel.write(offset: 0, data: data, queue: ring) { _, _, _ in } }
 ///         if done { channel.close() }
 ///     }
+///
+/// The rule numbers in parentheses — R20–R81 — are those of <doc:DispatchIOContract>, which
+/// states dispatch's behaviour rule by rule; D1–D8 are RingIO's deliberate differences from
+/// it, in <doc:ComingFromDispatch>.
 ///
 /// **Kinds.** A ``Kind/stream`` channel reads and writes at the descriptor's current position
 /// (offsets are ignored) with one queue of operations per direction on pipes and sockets (R72)
@@ -105,8 +110,10 @@ public final class IOChannel: Sendable {
     /// after) the cleanup handler.
     ///
     /// Creation errors — EBADF (not a descriptor), EISDIR (a directory), ESPIPE (random access
-    /// on a pipe, FIFO or socket), or the error of setting up io_uring — are delivered to the
-    /// cleanup handler at once, and every operation then ends with that error (R21).
+    /// on a pipe, FIFO or socket), or, for a channel that takes a ring of
+    /// ``RingLoopGroup/shared`` when that group cannot be set up, the `errno` of its
+    /// ``RingSetupError`` — are delivered to the cleanup handler at once, and every operation
+    /// then ends with that error (R21).
     ///
     /// - Parameters:
     ///   - kind: Stream or random access.

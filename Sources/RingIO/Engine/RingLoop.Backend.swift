@@ -16,17 +16,19 @@ extension RingLoop {
     /// The engine that runs a loop's operations.
     ///
     /// Both run the same requests with the same completions, so every channel, source and
-    /// listener behaves alike on either (DESIGN.md, "Two engines"). A loop takes io_uring when
-    /// the kernel allows it and has every operation RingIO uses, and the readiness engine
-    /// where io_uring is refused — a container whose seccomp profile denies it (Docker 25+,
-    /// containerd 2.0), `kernel.io_uring_disabled`, gVisor, a kernel built without it. A
-    /// resource error (ENOMEM from a low `RLIMIT_MEMLOCK`, EMFILE) is never a reason to
-    /// switch: it fails set-up with its own ``RingSetupError``.
+    /// listener behaves alike on either (<doc:ComingFromDispatch#Two-engines>). A loop takes
+    /// io_uring when the kernel allows it and has every operation RingIO uses, and the
+    /// readiness engine where io_uring is refused — a container whose seccomp profile denies it
+    /// (Docker 25+, containerd 2.0), `kernel.io_uring_disabled`, gVisor, a kernel built without
+    /// it or too old to have every operation. A resource error (ENOMEM from a low
+    /// `RLIMIT_MEMLOCK`, EMFILE) is never a reason to switch: it fails set-up with its own
+    /// ``RingSetupError``.
     ///
     /// Force one with the `backend:` parameter of ``RingLoop/init(entries:receiveBuffers:receiveBufferSize:backend:)``
     /// or ``RingLoopGroup/init(count:entries:backend:)``, or for the whole process with the
     /// environment variable `RINGIO_BACKEND=io_uring` or `RINGIO_BACKEND=epoll`. Forcing
-    /// io_uring where it is refused fails with the same ``RingSetupError`` as before.
+    /// io_uring where it is refused fails with the ``RingSetupError`` that names the cause
+    /// and the remedy.
     public enum Backend: String, Sendable, CaseIterable, CustomStringConvertible {
         /// io_uring: operations are submitted to the kernel in batches and complete there.
         case ioUring = "io_uring"

@@ -240,8 +240,9 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
 extension RingLoop {
     /// The ring's configuration as the kernel accepted it.
     public struct Setup: Sendable {
-        /// Submission and completion queue sizes.
+        /// The submission queue's size, in entries.
         public var submissionEntries: UInt32
+        /// The completion queue's size, in entries.
         public var completionEntries: UInt32
         /// Single-issuer mode with deferred task running (the fastest completion path). Never
         /// with `RINGIO_VALGRIND=1`, where the ring waits in `poll(2)` and the kernel must post

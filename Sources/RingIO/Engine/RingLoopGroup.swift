@@ -92,8 +92,9 @@ public final class RingLoopGroup: Sendable {
     /// The group that channels and sources use when they are given none: one ring per core,
     /// created on first use and kept for the life of the process.
     ///
-    /// - Throws: ``RingSetupError`` when io_uring cannot be set up — on every access, with
-    ///   the same error (set-up is attempted once).
+    /// - Throws: ``RingSetupError`` when its rings cannot be set up on either engine (see
+    ///   ``RingLoop/Backend``) — on every access, with the same error (set-up is attempted
+    ///   once).
     public static var shared: RingLoopGroup {
         get throws(RingSetupError) {
             try _sharedGroup.get()

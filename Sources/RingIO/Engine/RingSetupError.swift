@@ -31,6 +31,8 @@ public struct RingSetupError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The `entries` asked for, when out of ``RingLoop/entriesRange``.
     private var badEntries: UInt32?
 
+    /// The error of a set-up that failed with `errno`; ``description`` gives the cause and
+    /// remedy RingIO knows for it.
     public init(errno: Errno) {
         self.errno = errno
     }

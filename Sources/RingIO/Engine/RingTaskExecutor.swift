@@ -35,6 +35,7 @@ public final class RingTaskExecutor: TaskExecutor {
         self.core.enqueue(.taskJob(UnownedJob(job)))
     }
 
+    /// This executor as the runtime's unowned reference to it.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
         UnownedTaskExecutor(ordinary: self)
     }

@@ -52,8 +52,11 @@ import Glibc
 ///
 /// **Queue and ring.** Every factory takes the queue the handlers run on and, optionally, the
 /// ring that drives the source: by default the queue itself when it is a ``RingLoop``, else
-/// the next ring of ``RingLoopGroup/shared``. Where io_uring cannot be set up, a source never
-/// fires; cancelling it still runs its cancel handler.
+/// the next ring of ``RingLoopGroup/shared``. Sources work alike on both engines: where
+/// io_uring is refused, the rings run on the readiness engine (``RingLoop/Backend``) and
+/// sources fire as usual. Only a source that takes a ring of ``RingLoopGroup/shared`` when
+/// that group cannot be set up at all (it throws a ``RingSetupError``: io_uring forced where it
+/// is refused, a resource limit) never fires; cancelling it still runs its cancel handler.
 // @unchecked: a class with subclasses (the kinds, all in this module) cannot be checked
 // Sendable. Its only state is `core`, immutable and itself safe from any thread (its own
 // comment says how); the kinds add immutable values only.

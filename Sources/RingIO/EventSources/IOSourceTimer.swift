@@ -23,9 +23,10 @@ public final class IOSourceTimer: IOSource, @unchecked Sendable {
     /// instead of a deadline; the clock is the one the timer was made with. `leeway` is
     /// accepted for `DispatchSource` compatibility: the ring's timers fire on time, well within
     /// any leeway. A monotonic timer is a deadline in its ring's timer queue (no syscall to
-    /// schedule, re-arm or cancel it); a wall-clock timer's first fire is an io_uring timeout
-    /// on `CLOCK_REALTIME` of its own, so that it follows changes of the clock, and its
-    /// repetitions are monotonic.
+    /// schedule, re-arm or cancel it); a wall-clock timer's first fire is a kernel timeout on
+    /// `CLOCK_REALTIME` of its own, so that it follows changes of the clock, and its
+    /// repetitions are monotonic. (On the readiness engine, that first deadline is converted to
+    /// the monotonic clock when it is armed, and does not follow later changes of the clock.)
     ///
     /// - Parameters:
     ///   - delay: How long from now until the first fire.

@@ -52,8 +52,8 @@ internal final class _SourceCore: RingOperationTarget, _RingTimerTarget, @unchec
     // MARK: Immutable after init
     let kind: Kind
     let queue: any IOQueue
-    /// `nil` when io_uring could not be set up: the source then never fires; cancel still
-    /// runs the cancel handler.
+    /// `nil` when no ring was given and `RingLoopGroup.shared` could not be set up (on either
+    /// engine): the source then never fires; cancel still runs the cancel handler.
     let ring: RingLoop?
 
     // MARK: Any thread

@@ -78,6 +78,7 @@ extension IOListener {
 
         /// Produces the accepted connections.
         public struct Iterator: AsyncIteratorProtocol {
+            /// An accepted connection.
             public typealias Element = IOConnection
             public typealias Failure = Errno
 

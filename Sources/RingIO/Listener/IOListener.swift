@@ -11,8 +11,9 @@ import SystemPackage
 // The example below runs in Tests/RingIOTests/ListenerDocExampleTests.swift: keep the two in step.
 
 /// A listening socket — TCP, or a Unix domain socket; one per ring with `SO_REUSEPORT` — that
-/// accepts connections with io_uring's multishot accept and hands each out to async/await, as
-/// an ``IOConnection``: a stream channel on the ring that accepted it.
+/// accepts connections with io_uring's multishot accept (on the readiness engine, `accept` calls
+/// on readiness) and hands each out to async/await, as an ``IOConnection``: a stream channel on
+/// the ring that accepted it.
 ///
 ///     let listener = try IOListener(host: "::", port: 8080)
 ///     await listener.serve { connection in              // a child task on connection.ring
@@ -79,6 +80,7 @@ public final class IOListener: Sendable {
         /// directories).
         public var socketFilePermissions: FilePermissions?
 
+        /// The default options, as each property documents them.
         public init() {}
     }
 
@@ -105,7 +107,8 @@ public final class IOListener: Sendable {
     ///     ENFILE…; the listener backs off and retries as described above), and for each
     ///     accepted connection closed because its socket options could not be set.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
-    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
+    ///   `listen` or `getsockname`; of ``RingLoopGroup/shared``'s set-up
+    ///   (its ``RingSetupError``'s `errno`) when the ring is taken from that group.
     public convenience init(
         host: String,
         port: UInt16,

@@ -31,6 +31,7 @@ extension IOConnection {
         /// Default 250 ms.
         public var connectionAttemptDelay: Duration = .milliseconds(250)
 
+        /// The default options, as each property documents them.
         public init() {}
     }
 

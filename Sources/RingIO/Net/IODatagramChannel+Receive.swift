@@ -53,6 +53,7 @@ extension IODatagramChannel {
 
         /// Produces the datagrams.
         public struct Iterator: AsyncIteratorProtocol {
+            /// A received datagram, with its source address.
             public typealias Element = Datagram
             public typealias Failure = Errno
 

@@ -76,6 +76,7 @@ public final class IODatagramChannel: Sendable {
         /// to before binding (as ``IOListener/Options/removeStaleSocketFile``). Default off.
         public var removeStaleSocketFile = false
 
+        /// The default options, as each property documents them.
         public init() {}
     }
 
@@ -117,7 +118,8 @@ public final class IODatagramChannel: Sendable {
     ///   - ring: The ring for the channel's I/O; `nil`: the next ring of
     ///     ``RingLoopGroup/shared``.
     /// - Throws: The errno of `socket`, `setsockopt`, `bind` (EADDRINUSE, EACCES…); of the
-    ///   receive buffers' allocation; of io_uring's set-up when there is no ring.
+    ///   receive buffers' allocation; of ``RingLoopGroup/shared``'s set-up
+    ///   (its ``RingSetupError``'s `errno`) when the ring is taken from that group.
     /// - Precondition: `options.receiveBuffers` is a power of two in 1...32,768;
     ///   `options.maximumDatagramSize` in 1...(1 << 30).
     public convenience init(

@@ -17,6 +17,7 @@ import Glibc
 /// never on a ring, and never on Dispatch's or Swift's shared pools, which a busy program can
 /// hold up.
 public struct SystemResolver: NameResolver {
+    /// The system's resolver; it has no settings of its own.
     public init() {}
 
     /// `getaddrinfo(host, port)` for stream sockets of `family`, on a thread of the resolver

@@ -108,7 +108,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     /// Whether the descriptor was opened with O_APPEND (writes go to the end whatever the
-    /// offset). Asked once, after the open: the flags must not change under a channel (R24).
+    /// offset). Asked once, after the open: the descriptor stays unchanged under a channel (R25).
     /// When they cannot be read (the descriptor was closed under the channel), `false`: the
     /// write itself then fails with the descriptor's error.
     private(set) lazy var appends: Bool = {

@@ -217,7 +217,7 @@ internal final class _RingCore: @unchecked Sendable {
         }
         // Writes to a broken pipe raise SIGPIPE at the submitting thread (or an io_uring worker,
         // which blocks every signal): blocked here, it stays pending on this thread and never
-        // kills the process; the write completes with EPIPE (DESIGN D3).
+        // kills the process; the write completes with EPIPE (D3, RingIO.docc/ComingFromDispatch.md).
         _POSIX.changeSignalMask(SIG_BLOCK, SIGPIPE)
         core.ringThreadID.store(_POSIX.currentThread, ordering: .releasing)
         core.armWakeUp()
