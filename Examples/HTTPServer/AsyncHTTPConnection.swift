@@ -158,7 +158,7 @@ struct AsyncHTTPConnection {
         stats?.readStarted()
         defer { stats?.readFinished() }
         try await self.connection.channel.write(
-            contentsOf: splice.file.descriptor,
+            contentsOf: splice.file.descriptor.rawValue,
             offset: Int64(splice.offset),
             length: splice.length
         )

@@ -287,7 +287,7 @@ final class HTTPConnection: @unchecked Sendable {
         self.busy = true
         self.stats?.readStarted()
         self.channel.write(
-            contentsOf: splice.file.descriptor,
+            contentsOf: splice.file.descriptor.rawValue,
             offset: Int64(splice.offset),
             length: splice.length,
             queue: self.queue

@@ -78,7 +78,7 @@ final class OpenFiles: Sendable {
                 guard fstat(fd, &info) == 0 else { throw Errno(rawValue: errno) }
                 guard Identity(info) == identity, Int(info.st_size) == size else { throw Errno.staleNFSFileHandle }
                 self.mapped =
-                    size > 0 && size < Self.mappedSizeLimit ? try ByteRope(mapping: descriptor, length: size) : nil
+                    size > 0 && size < Self.mappedSizeLimit ? try ByteRope(mapping: fd, length: size) : nil
             } catch {
                 try? descriptor.close()
                 throw error

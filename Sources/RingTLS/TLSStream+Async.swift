@@ -68,7 +68,7 @@ extension TLSStream {
     ///   ends first.
     /// - Precondition: `offset >= 0`, `length >= 0`.
     public func write(
-        contentsOf file: FileDescriptor,
+        contentsOf file: CInt,
         offset: Int64,
         length: Int,
         isolation: isolated (any Actor)? = #isolation
@@ -84,7 +84,7 @@ extension TLSStream {
                             { _, _, error in continuation.resume(returning: error.map { .failure($0) } ?? .success(()))
                             }
                         ),
-                        source: .file(descriptor: file.rawValue, offset: offset, length: length)
+                        source: .file(descriptor: file, offset: offset, length: length)
                     )
                     core.perform { $0.scheduleWrite(write) }
                 }

@@ -205,12 +205,12 @@ public final class TLSStream: Sendable {
     /// - Throws: As ``init(clientOn:ring:context:serverName:)-(IOChannel,_,_,_)``; the
     ///   socket is then still the caller's to close.
     public convenience init(
-        clientOn socket: FileDescriptor,
+        clientOn socket: CInt,
         ring: RingLoop,
         context: TLSContext,
         serverName: String?
     ) throws(TLSError) {
-        let descriptor = socket.rawValue
+        let descriptor = socket
         let owned = _OwnedDescriptor(descriptor)
         let channel = IOChannel(kind: .stream, fileDescriptor: descriptor, queue: ring, ring: ring) { _ in
             owned.close()
@@ -318,7 +318,7 @@ public final class TLSStream: Sendable {
     ///     with `ENODATA` when the file ends before `offset + length` (what it had is sent).
     /// - Precondition: `offset >= 0`, `length >= 0`.
     public func write(
-        contentsOf file: FileDescriptor,
+        contentsOf file: CInt,
         offset: Int64,
         length: Int,
         queue: some IOQueue,
@@ -327,7 +327,7 @@ public final class TLSStream: Sendable {
         precondition(offset >= 0 && length >= 0, "TLSStream.write(contentsOf:): negative offset or length")
         let write = _TLSWrite(
             target: .fileSend(queue, handler),
-            source: .file(descriptor: file.rawValue, offset: offset, length: length)
+            source: .file(descriptor: file, offset: offset, length: length)
         )
         self.core.perform { $0.scheduleWrite(write) }
     }

@@ -870,7 +870,7 @@ internal final class _TLSCore: @unchecked Sendable {
                 _ = self.segments.popFirst()
                 self.channelWritesInFlight += 1
                 self.channel.write(
-                    contentsOf: FileDescriptor(rawValue: descriptor),
+                    contentsOf: descriptor,
                     offset: offset,
                     length: length,
                     queue: self.ring

@@ -94,7 +94,7 @@ private final class SendFixture {
         let label = self.queue.label
         let log = SendLog { currentDispatchQueueLabel() == label }
         self.channel.write(
-            contentsOf: FileDescriptor(rawValue: file),
+            contentsOf: file,
             offset: offset,
             length: length,
             queue: self.queue,
@@ -470,7 +470,7 @@ struct ChannelFileSendTests {
         let reader = Task(executorPreference: testTaskExecutor) { await onThread { readExactly(client, 300_004) } }
         let outcome = await Task(executorPreference: ring.taskExecutor) { () -> Result<Bool, Errno> in
             do throws(Errno) {
-                try await channel.write(contentsOf: FileDescriptor(rawValue: fd), offset: 0, length: 300_000)
+                try await channel.write(contentsOf: fd, offset: 0, length: 300_000)
                 let onRing = ring.isCurrentThread
                 try await channel.write(rope("done"))
                 return .success(onRing)
@@ -483,7 +483,7 @@ struct ChannelFileSendTests {
         expectSameBytes(received, contents + bytes("done"))
         let short = await Task(executorPreference: ring.taskExecutor) { () -> Errno? in
             do throws(Errno) {
-                try await channel.write(contentsOf: FileDescriptor(rawValue: fd), offset: 299_999, length: 10)
+                try await channel.write(contentsOf: fd, offset: 299_999, length: 10)
                 return nil
             } catch {
                 return error

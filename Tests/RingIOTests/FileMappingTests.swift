@@ -40,7 +40,7 @@ struct FileMappingTests {
         let contents = patternBytes(20_000, seed: 3)
         let file = try makeFile(contents)
         let mapped = try ByteRope(
-            mapping: FileDescriptor(rawValue: file.fd),
+            mapping: file.fd,
             offset: Int64(range.offset),
             length: range.length
         )
@@ -59,7 +59,7 @@ struct FileMappingTests {
         do {
             let file = try makeFile(patternBytes(10_000))
             path = file.path
-            mapped = try ByteRope(mapping: FileDescriptor(rawValue: file.fd), length: 10_000)
+            mapped = try ByteRope(mapping: file.fd, length: 10_000)
             // Changed in place through another descriptor: the rope shows the file as it is.
             #expect(pwrite(file.fd, "changed", 7, 100) == 7)
             _ = consume file  // closed and removed; the mapping keeps the pages
@@ -73,7 +73,7 @@ struct FileMappingTests {
     @Test("bad input: a negative or overflowing range, a range past the end, a pipe, a write-only file")
     func badInput() throws {
         let file = try makeFile(patternBytes(100))
-        let fd = FileDescriptor(rawValue: file.fd)
+        let fd = file.fd
         #expect(throws: Errno.invalidArgument) { try ByteRope(mapping: fd, offset: -1, length: 1) }
         #expect(throws: Errno.invalidArgument) { try ByteRope(mapping: fd, offset: 0, length: -1) }
         #expect(throws: Errno.invalidArgument) { try ByteRope(mapping: fd, offset: .max, length: 2) }
@@ -86,15 +86,15 @@ struct FileMappingTests {
             close(pipe.read)
             close(pipe.write)
         }
-        #expect(throws: Errno.invalidArgument) { try ByteRope(mapping: FileDescriptor(rawValue: pipe.read), length: 1) }
+        #expect(throws: Errno.invalidArgument) { try ByteRope(mapping: pipe.read, length: 1) }
         let writeOnly = open(file.path, O_WRONLY | O_CLOEXEC)
         try #require(writeOnly >= 0)
         defer { close(writeOnly) }
         #expect(throws: Errno.permissionDenied) {
-            try ByteRope(mapping: FileDescriptor(rawValue: writeOnly), length: 1)
+            try ByteRope(mapping: writeOnly, length: 1)
         }
         #expect(throws: Errno.badFileDescriptor) {
-            try ByteRope(mapping: FileDescriptor(rawValue: descriptorThatIsNeverOpen()), length: 1)
+            try ByteRope(mapping: descriptorThatIsNeverOpen(), length: 1)
         }
     }
 }
@@ -105,7 +105,7 @@ struct FileMappingWriteTests {
     func writesToSocket() throws {
         let contents = patternBytes(300_000, seed: 9)
         let file = try makeFile(contents)
-        let mapped = try ByteRope(mapping: FileDescriptor(rawValue: file.fd), offset: 12_345, length: 250_000)
+        let mapped = try ByteRope(mapping: file.fd, offset: 12_345, length: 250_000)
         let (client, server) = try makeTCPPair()
         defer { close(client) }
         let ring = try RingLoop()
@@ -131,7 +131,7 @@ struct FileMappingWriteTests {
     @Test("the file truncated under the mapping: the write ends with EFAULT, the process goes on")
     func truncatedUnderWrite() throws {
         let file = try makeFile(patternBytes(64 << 10))
-        let mapped = try ByteRope(mapping: FileDescriptor(rawValue: file.fd), length: 64 << 10)
+        let mapped = try ByteRope(mapping: file.fd, length: 64 << 10)
         try #require(ftruncate(file.fd, 0) == 0)
         let (client, server) = try makeTCPPair()
         defer { close(client) }

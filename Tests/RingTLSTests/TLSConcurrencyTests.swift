@@ -43,7 +43,7 @@ struct TLSConcurrencyTests {
         for (index, fd) in sockets.enumerated() {
             let ring = clientGroup.rings[index % 2]
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: clientContext,
                 serverName: "localhost"

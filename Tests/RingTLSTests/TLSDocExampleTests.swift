@@ -51,7 +51,7 @@ struct TLSDocExampleTests {
     /// RingTLS.md's client, with the test CA as its trust roots (the documentation's uses the
     /// system's) and "localhost" for "example.com".
     private static func fetch(
-        socket: FileDescriptor,
+        socket: CInt,
         ring: RingLoop,
         trusting ca: FilePath
     ) async throws -> (
@@ -90,7 +90,7 @@ struct TLSDocExampleTests {
         let listening = try #require(listened, "the server never listened")
 
         let ring = group.rings[1]
-        let socket = FileDescriptor(rawValue: try connectLoopback(port: listening))
+        let socket = try connectLoopback(port: listening)
         let outcome = await onThread {
             runAsync(on: ring) {
                 try await Self.fetch(socket: socket, ring: ring, trusting: FilePath(pki.caCertificate))
@@ -158,7 +158,7 @@ struct TLSDocExampleTests {
         let received: [UInt8]? = await onThread {
             guard let fd = try? connectLoopback(port: listener.port),
                 let stream = try? TLSStream(
-                    clientOn: FileDescriptor(rawValue: fd),
+                    clientOn: fd,
                     ring: ring,
                     context: clientContext,
                     serverName: "localhost"
@@ -192,7 +192,7 @@ struct TLSDocExampleTests {
 
         let fd = try connectLoopback(port: listener.port)
         let stream = try TLSStream(
-            clientOn: FileDescriptor(rawValue: fd),
+            clientOn: fd,
             ring: ring,
             context: try pki.clientContext(),
             serverName: "localhost"

@@ -133,7 +133,7 @@ struct TLSEchoTests {
             let ring = group.rings[index % 2]
             let fd = try connectLoopback(port: server.port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: clientContext,
                 serverName: "localhost"
@@ -191,7 +191,7 @@ struct TLSEchoTests {
             runAsync(on: ring) { () async throws -> [UInt8] in
                 let fd = try connectLoopback(port: listener.port)
                 let tls = try TLSStream(
-                    clientOn: FileDescriptor(rawValue: fd),
+                    clientOn: fd,
                     ring: ring,
                     context: clientContext,
                     serverName: "localhost"
@@ -225,7 +225,7 @@ struct TLSEchoTests {
             runAsync(on: ring) { () async throws -> [UInt8] in
                 let fd = try connectLoopback(port: server.port)
                 let tls = try TLSStream(
-                    clientOn: FileDescriptor(rawValue: fd),
+                    clientOn: fd,
                     ring: ring,
                     context: clientContext,
                     serverName: "localhost"
@@ -265,7 +265,7 @@ struct TLSEchoTests {
         let server = try TLSEchoServer(group: group, context: try pki.serverContext())
         let fd = try connectLoopback(port: server.port)
         let tls = try TLSStream(
-            clientOn: FileDescriptor(rawValue: fd),
+            clientOn: fd,
             ring: ring,
             context: try pki.clientContext(),
             serverName: "127.0.0.1"  // the certificate names the address too
@@ -330,7 +330,7 @@ struct TLSEchoTests {
         func exchange(_ context: TLSContext) throws -> TLSStream.Handshake {
             let fd = try connectLoopback(port: server.port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: context,
                 serverName: "localhost"
@@ -355,7 +355,7 @@ struct TLSEchoTests {
         for _ in 0..<2 {
             let fd = try connectLoopback(port: plain.port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: clientContext,
                 serverName: "localhost"
@@ -385,7 +385,7 @@ struct TLSEchoTests {
         for name in ["other.example", "localhost"] {
             let fd = try connectLoopback(port: server.port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: try pki.clientContext(alpn: ["echo"]),
                 serverName: name
@@ -418,7 +418,7 @@ struct TLSEchoTests {
         for (context, accepted) in [(withCertificate, true), (try pki.clientContext(), false)] {
             let fd = try connectLoopback(port: server.port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: context,
                 serverName: "localhost"
@@ -460,7 +460,7 @@ struct TLSEchoTests {
         let server = try TLSEchoServer(group: group, context: context)
         let fd = try connectLoopback(port: server.port)
         let stream = try TLSStream(
-            clientOn: FileDescriptor(rawValue: fd),
+            clientOn: fd,
             ring: ring,
             context: try pki.clientContext(),
             serverName: "localhost"

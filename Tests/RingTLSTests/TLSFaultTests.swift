@@ -188,7 +188,7 @@ struct TLSFaultTests {
         let fd = try connectLoopback(port: port)
         let context = try TestPKI.shared.clientContext(configure: { $0.handshakeTimeout = .milliseconds(200) })
         let stream = try TLSStream(
-            clientOn: FileDescriptor(rawValue: fd),
+            clientOn: fd,
             ring: ring,
             context: context,
             serverName: "localhost"
@@ -222,7 +222,7 @@ struct TLSFaultTests {
         let server = try TLSEchoServer(group: group, context: try pki.serverContext(leaf: leaf))
         let fd = try connectLoopback(port: server.port)
         let stream = try TLSStream(
-            clientOn: FileDescriptor(rawValue: fd),
+            clientOn: fd,
             ring: ring,
             context: try pki.clientContext(),
             serverName: serverName
@@ -271,7 +271,7 @@ struct TLSFaultTests {
             let server = try TLSEchoServer(group: group, context: try pki.serverContext(leaf: leaf))
             let fd = try connectLoopback(port: server.port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: try pki.clientContext(configure: { $0.certificateVerification = mode }),
                 serverName: "localhost"

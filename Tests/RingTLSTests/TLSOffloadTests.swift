@@ -41,7 +41,7 @@ final class TLSFileServer: Sendable {
                 guard case .success = outcome else { return }
                 offloads.append(tls.offload)
                 tls.write(ByteRope(copying: bytes("head\n")), queue: ring) { _, _, _ in }
-                tls.write(contentsOf: FileDescriptor(rawValue: file), offset: offset, length: length, queue: ring) {
+                tls.write(contentsOf: file, offset: offset, length: length, queue: ring) {
                     done,
                     remaining,
                     error in
@@ -94,7 +94,7 @@ struct TLSOffloadTests {
         let server = try TLSEchoServer(group: group, context: context)
         let fd = try connectLoopback(port: server.port)
         let stream = try TLSStream(
-            clientOn: FileDescriptor(rawValue: fd),
+            clientOn: fd,
             ring: ring,
             context: try pki.clientContext(configure: { $0.kernelTLS = .whenAvailable }),
             serverName: "localhost"
@@ -167,7 +167,7 @@ struct TLSOffloadTests {
             )
             let fd = try connectLoopback(port: server.port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: try pki.clientContext(),
                 serverName: "localhost"

@@ -258,7 +258,7 @@ struct TLSPeerTests {
         let ring = group.rings[0]
         let fd = try connectLoopback(port: port)
         let stream = try TLSStream(
-            clientOn: FileDescriptor(rawValue: fd),
+            clientOn: fd,
             ring: ring,
             context: try pki.clientContext(alpn: ["echo"]),
             serverName: "localhost"
@@ -297,7 +297,7 @@ struct TLSPeerTests {
             let port = try #require(accept.split(separator: ":").last.flatMap { UInt16($0.trimmingSpaces) })
             let fd = try connectLoopback(port: port)
             let stream = try TLSStream(
-                clientOn: FileDescriptor(rawValue: fd),
+                clientOn: fd,
                 ring: ring,
                 context: try pki.clientContext(alpn: ["echo"]),
                 serverName: "localhost"

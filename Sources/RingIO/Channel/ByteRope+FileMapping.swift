@@ -40,11 +40,11 @@ extension ByteRope {
     ///   a descriptor not open for reading; the errno of `fstat` or `mmap` otherwise (EBADF,
     ///   ENODEV for a device that cannot be mapped, ENOMEM).
     /// - Complexity: Two system calls (`fstat`, `mmap`) and one small allocation.
-    public init(mapping file: FileDescriptor, offset: Int64 = 0, length: Int) throws(Errno) {
+    public init(mapping file: CInt, offset: Int64 = 0, length: Int) throws(Errno) {
         guard offset >= 0, length >= 0 else { throw Errno.invalidArgument }
         let (end, overflow) = offset.addingReportingOverflow(Int64(length))
         guard !overflow else { throw Errno.invalidArgument }
-        let size = Int64(try _POSIX.status(of: file.rawValue).st_size)
+        let size = Int64(try _POSIX.status(of: file).st_size)
         guard end <= size else { throw Errno.invalidArgument }
         guard length > 0 else {
             self.init()
@@ -52,7 +52,7 @@ extension ByteRope {
         }
         let lead = Int(offset % Int64(_POSIX.pageSize))
         let mapping = _FileMapping(
-            try _POSIX.mapForReading(file.rawValue, offset: offset - Int64(lead), length: lead + length)
+            try _POSIX.mapForReading(file, offset: offset - Int64(lead), length: lead + length)
         )
         self.init(unsafeOwner: mapping, bytes: UnsafeRawBufferPointer(rebasing: mapping.bytes[lead...]))
     }

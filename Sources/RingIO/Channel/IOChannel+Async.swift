@@ -136,7 +136,7 @@ extension IOChannel {
 
     /// Sends `length` bytes of the file open on `file`, from `offset`, to this channel's
     /// socket or pipe without the bytes passing through user memory; see
-    /// ``write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``. When the task runs on the channel's
+    /// ``write(contentsOf:offset:length:queue:handler:)-(CInt,_,_,_,_)``. When the task runs on the channel's
     /// ring, it resumes there in the turn the send completes.
     ///
     /// - Throws: The send's error (ENODATA: the file ended first; EPIPE, ECONNRESET: the peer
@@ -144,7 +144,7 @@ extension IOChannel {
     ///   the range may have been sent) or the ring has shut down; the channel's creation error.
     /// - Precondition: `offset >= 0`, `length >= 0`, and `offset + length` does not overflow.
     public func write(
-        contentsOf file: FileDescriptor,
+        contentsOf file: CInt,
         offset: Int64,
         length: Int,
         isolation: isolated (any Actor)? = #isolation
@@ -153,7 +153,7 @@ extension IOChannel {
         guard let entry = self.state.entry else { throw self.state.creationFailure! }
         let operation = self.state.makeFileSend(
             entry: entry,
-            file: file.rawValue,
+            file: file,
             offset: offset,
             length: length,
             queue: entry.ring,
@@ -167,7 +167,7 @@ extension IOChannel {
     /// (from its base), to this channel's socket or pipe without the bytes passing through
     /// user memory; see ``write(contentsOf:offset:length:queue:handler:)-(IOChannel,_,_,_,_)``.
     ///
-    /// - Throws: As ``write(contentsOf:offset:length:isolation:)-(FileDescriptor,_,_,_)``;
+    /// - Throws: As ``write(contentsOf:offset:length:isolation:)-(CInt,_,_,_)``;
     ///   ECANCELED also when `file` was closed first; `file`'s creation, open or EBADF error.
     /// - Precondition: `file` is a random-access channel; `offset >= 0`, `length >= 0`, and
     ///   `offset + length` does not overflow.

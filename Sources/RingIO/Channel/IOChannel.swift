@@ -278,7 +278,7 @@ public final class IOChannel: Sendable {
     ///   - handler: `(done, remaining, error)`.
     /// - Precondition: `offset >= 0`, `length >= 0`, and `offset + length` does not overflow.
     public func write(
-        contentsOf file: FileDescriptor,
+        contentsOf file: CInt,
         offset: Int64,
         length: Int,
         queue: some IOQueue,
@@ -287,7 +287,7 @@ public final class IOChannel: Sendable {
         Self.checkFileRange(offset: offset, length: length)
         let progress = _SendProgress()
         _ = self.state.scheduleFileSend(
-            file: file.rawValue,
+            file: file,
             offset: offset,
             length: length,
             queue: queue,
@@ -300,7 +300,7 @@ public final class IOChannel: Sendable {
     /// Sends `length` bytes of the file of the random-access channel `file`, from `offset`
     /// (from its base, as its own reads and writes count offsets, R59), to this channel's
     /// socket or pipe without the bytes entering user memory; as
-    /// ``write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``, in line with this
+    /// ``write(contentsOf:offset:length:queue:handler:)-(CInt,_,_,_,_)``, in line with this
     /// channel's writes.
     ///
     /// `file` lends its descriptor — opening its path first, on its ring, when it is a path
@@ -451,7 +451,7 @@ public final class IOChannel: Sendable {
     ///
     /// Any thread, read without a lock: exact on the channel's ring thread; elsewhere it lags
     /// the ring by a moment, and a write counts once it has reached the ring. File sends
-    /// (``write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``) are not
+    /// (``write(contentsOf:offset:length:queue:handler:)-(CInt,_,_,_,_)``) are not
     /// counted.
     public var queuedWriteBytes: Int {
         self.state.publishedQueuedWriteBytes.load(ordering: .relaxed)

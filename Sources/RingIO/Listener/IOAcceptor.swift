@@ -10,10 +10,11 @@ import SystemPackage
 // The example below runs in Tests/RingIOTests/ListenerDocExampleTests.swift: keep the two in step.
 
 /// A listening socket — TCP, or a Unix domain socket; one per ring with `SO_REUSEPORT` — that
-/// accepts connections with io_uring's multishot accept and hands each to a handler, as an
-/// ``IOConnection``: a stream channel on the ring that accepted it. The acceptor of the
-/// handler API; ``IOListener`` is the one of async/await. Both bind, accept, cap and shut
-/// down alike: the two types only hand the connections out differently.
+/// accepts connections with io_uring's multishot accept (on the readiness engine, `accept` calls
+/// on readiness) and hands each to a handler, as an ``IOConnection``: a stream channel on the
+/// ring that accepted it. The acceptor of the handler API; ``IOListener`` is the one of
+/// async/await. Both bind, accept, cap and shut down alike: the two types only hand the
+/// connections out differently.
 ///
 ///     let acceptor = try IOAcceptor(host: "::", port: 8080, queue: ring) { event in
 ///         guard case .accepted(let connection) = event else { return }
@@ -90,7 +91,8 @@ public final class IOAcceptor: Sendable {
     ///   - handler: Called for each accepted connection and each failure. Its calls on one
     ///     queue (or, with `queue: nil`, on one ring) never overlap.
     /// - Throws: The errno of resolving, `socket`, `setsockopt`, `bind` (EADDRINUSE…),
-    ///   `listen` or `getsockname`; of io_uring's set-up when there is no ring.
+    ///   `listen` or `getsockname`; of ``RingLoopGroup/shared``'s set-up
+    ///   (its ``RingSetupError``'s `errno`) when the ring is taken from that group.
     public convenience init(
         host: String,
         port: UInt16,
@@ -132,7 +134,8 @@ public final class IOAcceptor: Sendable {
     ///   - handler: Called for each accepted connection and each failure.
     /// - Throws: The errno of `socket`, `setsockopt`, `bind` (EADDRINUSE, EACCES, ENOENT for a
     ///   Unix path whose directory does not exist…), `chmod`, `listen` or `getsockname`; of
-    ///   io_uring's set-up when there is no ring.
+    ///   ``RingLoopGroup/shared``'s set-up (its ``RingSetupError``'s `errno`) when the ring is
+    ///   taken from that group.
     public init(
         address: SocketAddress,
         options: Options = Options(),

@@ -13,7 +13,7 @@ import Glibc
 #endif
 
 /// A send of `length` bytes of a file, from `offset`, to a stream channel's socket or pipe
-/// (``IOChannel/write(contentsOf:offset:length:queue:handler:)-(FileDescriptor,_,_,_,_)``): in the channel's write lane,
+/// (``IOChannel/write(contentsOf:offset:length:queue:handler:)-(CInt,_,_,_,_)``): in the channel's write lane,
 /// ordered with its writes.
 ///
 /// Each round splices a chunk of at most the pipe's capacity from the file into the channel's
