@@ -33,7 +33,7 @@
 #       Not compiled; the reason is required. For code that is not Swift of this package
 #       (a manifest fragment, a deliberate error, pseudo-code).
 #
-# To check README.md as well, add it to DOCUMENTS below. After an API change, run the script,
+# DOCUMENTS: the articles of every catalogue, and README.md. After an API change, run the script,
 # fix the documents at the lines it names, and run it again (later builds are incremental).
 import glob
 import os
@@ -42,7 +42,7 @@ import subprocess
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-DOCUMENTS = sorted(glob.glob("Sources/*/*.docc/*.md", root_dir=ROOT))  # + ["README.md"]
+DOCUMENTS = sorted(glob.glob("Sources/*/*.docc/*.md", root_dir=ROOT)) + ["README.md"]
 PACKAGE_DIR = ".build-docs/snippets"
 
 # What every snippet module may import: this repository's library products, and the products
