@@ -141,6 +141,24 @@ public final class IOChannel: Sendable {
         )
     }
 
+    /// A stream channel on a socket that RingIO accepted or connected: as the public
+    /// initializer, without examining the descriptor (it is known to be a socket).
+    internal init(
+        socket: CInt,
+        ring: RingLoop,
+        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+    ) {
+        self.kind = .stream
+        self.state = _DescriptorRegistry.attach(
+            kind: .stream,
+            fileDescriptor: socket,
+            knownType: .socket,
+            queue: ring,
+            ring: ring,
+            cleanupHandler: cleanupHandler
+        )
+    }
+
     /// Creates a channel that opens `path` lazily, on its ring, when the first operation needs
     /// the descriptor, and closes it after the channel is closed and its operations finished.
     ///

@@ -44,7 +44,7 @@ public struct IOConnection: Sendable {
         // Weak: the acceptor holds the listener's handler, which may keep its connections
         // (and so this channel and its cleanup handler): a strong reference made a cycle that
         // outlived the ring when a channel was never cleaned up (its ring shut down first).
-        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { [weak acceptor] _ in
+        self.channel = IOChannel(socket: fd, ring: ring) { [weak acceptor] _ in
             slot.closeSocket()
             // The handler first: a shutdown's completion comes after every one of them.
             slot.runCloseHandler()
@@ -60,7 +60,7 @@ public struct IOConnection: Sendable {
         let slot = _ConnectionSlot(fd: fd, remote: remote)
         self.ring = ring
         self.slot = slot
-        self.channel = IOChannel(kind: .stream, fileDescriptor: fd, queue: ring, ring: ring) { _ in
+        self.channel = IOChannel(socket: fd, ring: ring) { _ in
             slot.closeSocket()
             slot.runCloseHandler()
         }

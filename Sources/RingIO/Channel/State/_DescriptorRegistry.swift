@@ -15,21 +15,51 @@ import Glibc
 // MARK: - Finding a descriptor's entry
 
 /// Every descriptor with channels on it has one entry, shared by all its channels (R31).
+///
+/// The table is split into ``shardCount`` shards by descriptor number, each with a lock of its
+/// own, so that rings attaching and detaching channels on different descriptors (every
+/// accepted or connected socket) do not wait for one another; no system call runs under a
+/// shard's lock.
 internal enum _DescriptorRegistry {
-    /// Entries by descriptor number. Also guards each entry's `liveChannels`.
-    private static let entries = _Lock<[CInt: _DescriptorEntry]>([:])
+    /// How many shards: a power of two, more than the cores of any machine a server runs on,
+    /// so that two rings rarely meet on one lock.
+    static let shardCount = 256
 
-    /// A channel on descriptor `fd`.
+    /// One shard: entries by descriptor number. Its lock also guards each of its entries'
+    /// `liveChannels`.
+    private final class Shard: Sendable {
+        let entries = _Lock<[CInt: _DescriptorEntry]>([:])
+    }
+
+    private static let shards: [Shard] = (0..<shardCount).map { _ in Shard() }
+
+    /// The shard of descriptor `fd` (a descriptor number is never negative here).
+    private static func shard(_ fd: CInt) -> Shard {
+        self.shards[Int(UInt32(bitPattern: fd) & UInt32(shardCount - 1))]
+    }
+
+    /// A channel on descriptor `fd`. `knownType`: the descriptor's type when the caller
+    /// knows it (a socket it accepted or connected), which saves the `fstat`.
     static func attach(
         kind: IOChannel.Kind,
         fileDescriptor fd: CInt,
+        knownType: _FileType? = nil,
         queue: any IOQueue,
         ring: RingLoop?,
         cleanupHandler: @escaping @Sendable (Errno?) -> Void
     ) -> _ChannelState {
         var chosenRing = ring ?? (queue as? RingLoop)
         var setupError: Errno?
-        let lookup: Result<_DescriptorEntry, Errno> = self.entries.withLock { entries in
+        // Examined before the lock: the common case — a descriptor no channel has yet — needs
+        // it, and a system call is never made under a shard's lock. (When another channel is
+        // already on the descriptor, its entry's type is used instead.)
+        let examined: Result<_FileType, Errno>
+        if let knownType {
+            examined = .success(knownType)
+        } else {
+            examined = Result { () throws(Errno) -> _FileType in _FileType(try _POSIX.status(of: fd)) }
+        }
+        let lookup: Result<_DescriptorEntry, Errno> = self.shard(fd).entries.withLock { entries in
             // An entry whose ring is shutting down or gone is stale: its channels can no longer
             // be cleaned up there, and the number may name a new descriptor since. The new
             // channel gets an entry of its own (the stale one leaves the table when its last
@@ -42,10 +72,9 @@ internal enum _DescriptorRegistry {
                 return .success(entry)
             }
             let type: _FileType
-            do throws(Errno) {
-                type = _FileType(try _POSIX.status(of: fd))
-            } catch {
-                return .failure(error)
+            switch examined {
+            case .success(let found): type = found
+            case .failure(let error): return .failure(error)
             }
             if type == .directory { return .failure(.isDirectory) }
             if kind == .randomAccess && (type == .fifo || type == .socket) { return .failure(.illegalSeek) }
@@ -202,7 +231,7 @@ internal enum _DescriptorRegistry {
             entry.liveChannels -= 1
             return entry.liveChannels == 0
         }
-        return self.entries.withLock { entries in
+        return self.shard(entry.fd).entries.withLock { entries in
             entry.liveChannels -= 1
             guard entry.liveChannels == 0 else { return false }
             if entries[entry.fd] === entry { entries[entry.fd] = nil }
