@@ -114,6 +114,16 @@ let package = Package(
             ],
             path: "Throughput/Throughput"
         ),
+        // Socket-pair echo on 1 ring and on 2 rings in one process: does a second ring slow
+        // the first down? (`swift run -c release --package-path Benchmarks ring-scaling`.)
+        .executableTarget(
+            name: "ring-scaling",
+            dependencies: [
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Throughput/RingScaling"
+        ),
         // The load generator: N connections, ping-pong (depth 1 or pipelined), streaming,
         // HTTP and idle modes; checks every byte that comes back.
         .executableTarget(
