@@ -10,7 +10,7 @@
 // and writes again — handlers on the ring, so a ring's work never leaves its thread and two
 // rings share nothing on the hot path but the kernel. The runs alternate, 1 ring, 2 rings,
 // 1 ring, …, `--repeats` times each; each prints round trips per second per ring and the
-// process's CPU time per round trip, then the medians and the ratio the target reads:
+// process's CPU time per round trip, then the medians and the ratio that matters:
 // per-ring throughput with 2 rings over that with 1 (≥ 0.9 means the second ring costs the
 // first less than a tenth). Meaningful only with a core per ring that nothing else uses.
 //
