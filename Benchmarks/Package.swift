@@ -106,6 +106,7 @@ let package = Package(
                 "uring-echo-server",
                 "uring-udp-echo-server",
                 "udp-echo-server",
+                "naive-task-echo-server",
                 "connect-client",
                 .product(name: "echo-server", package: "RingIO"),
                 .product(name: "http-server", package: "RingIO"),
@@ -113,6 +114,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Throughput/Throughput"
+        ),
+        // The echo server a newcomer writes first: an unstructured Task per connection.
+        .executableTarget(
+            name: "naive-task-echo-server",
+            dependencies: [
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Throughput/NaiveTaskEchoServer"
         ),
         // Socket-pair echo on 1 ring and on 2 rings in one process: does a second ring slow
         // the first down? (`swift run -c release --package-path Benchmarks ring-scaling`.)

@@ -201,6 +201,13 @@ enum Plan {
                 ]
             }
         ),
+        // What a newcomer writes first: `for try await c in listener.connections() { Task { … } }`.
+        ServerSpec(key: "ringio-naive-task", name: "RingIO, naive Task {}", dedicated: true, ringIO: true) {
+            binaries,
+            port,
+            _ in
+            [binaries.path("naive-task-echo-server"), "--port", "\(port)", "--rings", "1"]
+        },
         ServerSpec(key: "uring", name: "C liburing") { binaries, port, _ in
             [binaries.path("uring-echo-server"), "--port", "\(port)"]
         },
@@ -431,6 +438,15 @@ enum Plan {
             primary: .operations,
             operation: "round trip",
             servers: ["ringio", "ringio-interval"]
+        ),
+        Workload(
+            key: "echo-64B-async",
+            title: "Echo 64 B ping-pong, 64 connections: handlers, serve, a naive Task {} per connection",
+            group: .echo,
+            kind: .loadgen(mode: "pingpong", connections: 64, size: 64, depth: 1),
+            primary: .operations,
+            operation: "round trip",
+            servers: ["ringio", "ringio-async", "ringio-naive-task", "nio-async"]
         ),
         Workload(
             key: "echo-4KiB",
