@@ -130,12 +130,14 @@ struct ChannelIdleTimeoutTests {
             // 12 chunks 150 ms apart on the ring's clock: 1.65 s in all, against a timeout of
             // 1 s that each chunk moves on.
             let chunks = (0..<12).map { patternBytes(1_000 + $0, seed: 97 + $0) }
+            let writerDone = DispatchSemaphore(value: 0)
             startThread {
                 for chunk in chunks {
-                    writeAll(peer, chunk)
+                    guard writeAllUnlessClosed(peer, chunk) else { break }
                     waitForRingTimers(ring, after: .milliseconds(150))
                 }
                 shutdown(peer, Int32(SHUT_WR))
+                writerDone.signal()
             }
             let started = ContinuousClock.now
             let outcome = await bounded(seconds: 30) { await iterate(channel, idleTimeout: .seconds(1)) }
@@ -150,6 +152,9 @@ struct ChannelIdleTimeoutTests {
             #expect(elapsed > .seconds(1), "the read was over before the timeout could matter: \(elapsed)")
             channel.close()
             await cleanup.expectOnceAsync(nil)
+            // Its descriptor stays open until the writer is done with it.
+            let writerEnded = await onThread { wait(writerDone) }
+            #expect(writerEnded, "the writer did not end")
         }
     }
 }

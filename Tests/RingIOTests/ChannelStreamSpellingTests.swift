@@ -78,11 +78,13 @@ struct ChannelStreamSpellingTests {
         let log = context.log()
         log.submitting { channel.read(queue: context.queue, handler: log.readHandler) }
         // Sent in parts, more than the socket holds at once, then the end of the stream.
+        let writerDone = DispatchSemaphore(value: 0)
         startThread {
             for start in stride(from: 0, to: sent.count, by: 50_000) {
-                writeAll(peer, Array(sent[start..<min(start + 50_000, sent.count)]))
+                guard writeAllUnlessClosed(peer, Array(sent[start..<min(start + 50_000, sent.count)])) else { break }
             }
             shutdown(peer, Int32(SHUT_WR))
+            writerDone.signal()
         }
         #expect(log.waitForFinal())
         expectSameBytes(log.bytes, sent, "what the read delivered")
@@ -92,6 +94,9 @@ struct ChannelStreamSpellingTests {
 
         channel.close()
         cleanup.expectOnce(nil)
+        // A writer left blocked (the read ended early) fails, and ends, once the socket is shut.
+        shutdown(local, Int32(SHUT_RDWR))
+        #expect(wait(writerDone), "the writer did not end")
     }
 
     @Test(
