@@ -121,4 +121,46 @@ struct ChannelQueuedWriteBytesTests {
             #expect(channel.queuedWriteBytes == 0, "queued after the stop: \(channel.queuedWriteBytes)")
         }
     }
+
+    @Test("a write that ends with an error counts no more: the peer gone (EPIPE), the ring shut down (ECANCELED)")
+    func writesThatFail() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let size = 4 * mebibyte
+            // The peer closes its end under a pending write.
+            let context = try ChannelContext(.dispatch)
+            defer { context.shutdown() }
+            let (local, peer) = try context.socketPair()
+            let cleanup = context.cleanupLog()
+            let channel = context.channel(.stream, local, cleanup: cleanup)
+            let failing = context.write(channel, fragmentedRope(size, seed: 103))
+            await ringBarrier(context.ring)
+            #expect(channel.queuedWriteBytes == size, "queued: \(channel.queuedWriteBytes)")
+            context.close(peer)
+            let failed = await onThread { failing.waitForFinal() }
+            #expect(failed)
+            #expect(
+                failing.final?.error == .brokenPipe || failing.final?.error == .connectionReset,
+                "\(failing.final.map { "\($0)" } ?? "no final call")"
+            )
+            await ringBarrier(context.ring)
+            #expect(channel.queuedWriteBytes == 0, "queued after the failure: \(channel.queuedWriteBytes)")
+            channel.close()
+            #expect(cleanup.wait())
+
+            // The ring shuts down under a pending write.
+            let other = try ChannelContext(.dispatch)
+            defer { other.shutdown() }
+            let (otherLocal, _) = try other.socketPair()
+            let otherCleanup = other.cleanupLog()
+            let cut = other.channel(.stream, otherLocal, cleanup: otherCleanup)
+            let cancelled = other.write(cut, fragmentedRope(size, seed: 104))
+            await ringBarrier(other.ring)
+            #expect(cut.queuedWriteBytes == size, "queued: \(cut.queuedWriteBytes)")
+            await other.ring.shutdown()
+            let ended = await onThread { cancelled.waitForFinal() }
+            #expect(ended)
+            #expect(cancelled.final?.error == .canceled, "\(cancelled.final.map { "\($0)" } ?? "no final call")")
+            #expect(cut.queuedWriteBytes == 0, "queued after the shutdown: \(cut.queuedWriteBytes)")
+        }
+    }
 }
