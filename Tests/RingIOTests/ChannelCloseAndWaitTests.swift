@@ -105,6 +105,24 @@ struct ChannelCloseAndWaitTests {
     }
 
     @Test(
+        "on a ring that had shut down: closeAndWait returns (the channel never reached the ring)",
+        arguments: QueueKind.allCases,
+        [IOChannel.CloseFlags(), .stop]
+    )
+    func ringShutDownFirst(_ queue: QueueKind, _ flags: IOChannel.CloseFlags) async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let context = try ChannelContext(queue)
+            defer { context.shutdown() }
+            let (local, _) = try context.socketPair()
+            await context.ring.shutdown()
+            let channel = context.channel(.stream, local, cleanup: context.cleanupLog())
+            let returned = await bounded { await channel.closeAndWait(flags: flags) }
+            #expect(returned != nil, "closeAndWait did not return")
+            #expect(channel.fileDescriptor == -1)
+        }
+    }
+
+    @Test(
         "with .stop, a read pending on a socket ends with ECANCELED before closeAndWait returns",
         arguments: QueueKind.allCases
     )

@@ -115,6 +115,14 @@ struct RingLoopAsyncShutdownTests {
             let fresh = IOChannel(kind: .stream, fileDescriptor: left, queue: ring) { _ in }
             let write = Outcome(await bounded { try await fresh.write(rope("x")) })
             #expect(write == .error(.canceled), "\(write)")
+            #expect(fresh.queuedWriteBytes == 0)
+
+            // Closing either and waiting for the cleanup returns: the first was cleaned up as the
+            // ring exited, the second never reached it.
+            let closedOld = await bounded { await pending.channel.closeAndWait() }
+            #expect(closedOld != nil, "closeAndWait on a channel of a ring that has shut down did not return")
+            let closedFresh = await bounded { await fresh.closeAndWait() }
+            #expect(closedFresh != nil, "closeAndWait on a channel made after the ring shut down did not return")
         }
     }
 
