@@ -45,15 +45,9 @@ private func setUpSeen(_ backend: RingLoop.Backend) -> [Bool] {
     }
 }
 
-/// Writes `message` and a newline to the standard error.
-private func printError(_ message: String) {
-    let line = Array("\(message)\n".utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-}
-
 /// Ends the child with a message on its standard error.
 private func fail(_ message: String) -> Never {
-    printError(message)
+    printToStandardError(message)
     exit(1)
 }
 
@@ -91,7 +85,7 @@ private func checkValgrindSwitch() {
             let expected = [false, false] + usual.dropFirst(2)
             if switched != expected { fail("io_uring: RINGIO_VALGRIND=1 gave \(switched), expected \(expected)") }
             if usual[0] == false && usual[1] == false {
-                printError("note: the kernel offers neither; the switch shows no difference here")
+                printToStandardError("note: the kernel offers neither; the switch shows no difference here")
             }
         }
         // Read at each set-up: without it again, the next ring is as usual.
