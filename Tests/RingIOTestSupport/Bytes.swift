@@ -91,6 +91,13 @@ package struct SplitMix64: RandomNumberGenerator {
 
 // MARK: - Exit tests
 
+/// Writes `message` and a newline to the standard error: what an exit test's child says
+/// before it exits with a failure (the parent observes `\.standardErrorContent`).
+package func printToStandardError(_ message: String) {
+    let line = Array("\(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
 /// Expects an exit test's child to have written `message` to its standard error: a trap for
 /// another reason (or a crash in the test itself) does not pass for the right one. Observe
 /// `\.standardErrorContent` in the `#expect(processExitsWith:)` for it.

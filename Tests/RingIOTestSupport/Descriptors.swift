@@ -332,6 +332,26 @@ package func writeAll(_ fd: CInt, _ bytes: [UInt8]) {
     }
 }
 
+/// Writes all of `bytes` to `fd`, blocking, and stops at the first error instead: for a writer
+/// on a thread of its own (``startThread(_:)``) whose reader may be gone when a test fails —
+/// SIGPIPE is blocked on the calling thread, so that the write fails with EPIPE rather than
+/// end the process. Returns whether every byte was written.
+@discardableResult
+package func writeAllUnlessClosed(_ fd: CInt, _ bytes: [UInt8]) -> Bool {
+    var pipeSignal = sigset_t()
+    sigemptyset(&pipeSignal)
+    sigaddset(&pipeSignal, SIGPIPE)
+    pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else { return false }
+        offset += written
+    }
+    return true
+}
+
 // MARK: - What a socket shows
 
 /// The events `poll` reports for `fd` now (it does not wait): `POLLIN`, `POLLERR`, `POLLHUP`…

@@ -291,7 +291,8 @@ struct RingLoopTests {
             _RingIOTesting.nop(on: ring) { _ in completed.signal() }
             try #require(wait(completed))
         }
-        // The deinit joined the thread: set up and drop many more without running out.
+        // The deinit stopped the thread (it does not join it; the thread finishes on its own):
+        // set up and drop many more without running out.
         for _ in 0..<64 {
             _ = try RingLoop(entries: 4)
         }

@@ -97,10 +97,12 @@ extension IOChannel {
     /// Without ``CloseFlags/stop``, the operations already scheduled run to their end first —
     /// a read on a socket waits for its peer's data or EOF, and so does this call; with it,
     /// they end now with ECANCELED.
+    ///
+    /// A channel made on a ring that had already shut down never reached it: its cleanup
+    /// handler never runs, and this call returns once the ring's thread has finished.
     public func closeAndWait(flags: CloseFlags = []) async {
-        self.close(flags: flags)
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            self.state.whenCleanedUp { continuation.resume() }
+            self.state.requestClose(stop: flags.contains(.stop), whenCleanedUp: { continuation.resume() })
         }
     }
 

@@ -385,6 +385,30 @@ internal final class _ChannelState: @unchecked Sendable {
         self.perform { state in state.close(stop: stop) }
     }
 
+    /// As ``requestClose(stop:)``, then calls `waiter` once the cleanup handler has run (see
+    /// ``whenCleanedUp(_:)``) — or, when the close finds the ring gone, once the ring has
+    /// finished, if the channel never reached it: no cleanup will ever run for such a
+    /// channel (a channel the ring had taken was closed, and its cleanup sent out, as the ring
+    /// exited). Any thread.
+    func requestClose(stop: Bool, whenCleanedUp waiter: @escaping @Sendable () -> Void) {
+        self.whenCleanedUp(waiter)
+        self.closeRequested.store(true, ordering: .releasing)
+        self.descriptor.store(Self.closedDescriptor, ordering: .releasing)
+        // A failed channel: its cleanup was sent out when it was made.
+        guard let entry = self.entry else { return }
+        if entry.core.isRingThread {
+            self.close(stop: stop)
+            return
+        }
+        entry.core.enqueue(
+            { self.close(stop: stop) },
+            orElse: {
+                // On the ring thread as its last act (or after it): `done` is the ring's to read.
+                entry.core.whenFinished { if !self.done { self.cleanedUp() } }
+            }
+        )
+    }
+
     /// Hands `operation` (of this channel, which has an entry) to the ring: at once on the ring
     /// thread (a handler or a task on the ring scheduling its next operation), else as a job of
     /// its own through the inbox — in program order with the caller's other calls either way,
