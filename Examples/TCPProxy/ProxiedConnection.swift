@@ -49,11 +49,10 @@ final class ProxiedConnection: Sendable {
 }
 
 /// One direction: what `from` receives is written to `to` as it came. Reading pauses while
-/// more than `bound` bytes wait to be sent (a side that does not read holds back the other:
-/// the proxy keeps at most about twice `bound` per direction).
+/// `bound` bytes or more wait to be sent (`to.queuedWriteBytes`): a side that does not read
+/// holds back the other, and the proxy keeps at most about twice `bound` per direction.
 final class Forwarder: Sendable {
     private struct State {
-        var waiting = 0  // bytes written to `to` and not yet sent
         var reading = false
         var finished = false  // `from` ended (its EOF or an error): no more reads
     }
@@ -76,12 +75,11 @@ final class Forwarder: Sendable {
 
     /// Reads up to `bound` bytes, forwarding them as they arrive; on when the sends catch up.
     func readMore() {
-        guard !self.state.value.reading, !self.state.value.finished, self.state.value.waiting < self.bound else {
-            return
-        }
+        let state = self.state.value
+        guard !state.reading, !state.finished, self.to.queuedWriteBytes < self.bound else { return }
         self.state.value.reading = true
         let read = RingBound(0, ring: self.ring)
-        self.from.read(offset: 0, length: self.bound, queue: self.ring) { done, data, error in
+        self.from.read(length: self.bound, queue: self.ring) { done, data, error in
             if let data, !data.isEmpty {
                 read.value += data.count
                 self.forward(data)
@@ -102,11 +100,9 @@ final class Forwarder: Sendable {
     }
 
     private func forward(_ data: ByteRope) {
-        self.state.value.waiting += data.count
-        self.to.write(offset: 0, data: data, queue: self.ring) { done, _, error in
+        self.to.write(data, queue: self.ring) { done, _, error in
             guard done else { return }
             if let error { return self.ended(error) }
-            self.state.value.waiting -= data.count
             self.readMore()
         }
     }
