@@ -12,7 +12,9 @@
 // 1 ring, …, `--repeats` times each; each prints round trips per second per ring and the
 // process's CPU time per round trip, then the medians and the ratio that matters:
 // per-ring throughput with 2 rings over that with 1 (≥ 0.9 means the second ring costs the
-// first less than a tenth). Meaningful only with a core per ring that nothing else uses.
+// first less than a tenth), and the CPU per round trip of each — the figure to read on a
+// machine with other work, where the throughput ratio is only meaningful with a core per ring
+// that nothing else uses.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -68,6 +70,9 @@ struct RingScaling: ParsableCommand {
         print("median, 1 ring:  \(format(one, 0)) round trips/s per ring, \(format(median(cpu[1]!), 2)) µs CPU each")
         print("median, 2 rings: \(format(two, 0)) round trips/s per ring, \(format(median(cpu[2]!), 2)) µs CPU each")
         print("2 rings / 1 ring, per ring: \(format(two / one, 2))× (target ≥ 0.9×)")
+        // The steadier figure on a machine with other work: what a round trip costs, whoever
+        // else holds the cores. Shared state on the hot path would raise it with 2 rings.
+        print("CPU per round trip, 2 rings / 1 ring: \(format(median(cpu[2]!) / median(cpu[1]!), 2))×")
     }
 
     private struct Result {
