@@ -73,11 +73,7 @@ private let badRecordClient = """
     print("echo:", plain.decode())
     """
 
-@Suite(
-    "TLSStream: bad input and broken peers",
-    .enabled(if: ringIsAvailable, ringUnavailableReason),
-    .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
-)
+@Suite("TLSStream: bad input and broken peers", .enabled(if: ringIsAvailable, ringUnavailableReason), .opensslAvailable)
 struct TLSFaultTests {
     @Test(
         "garbage instead of a ClientHello: the handshake fails with OpenSSL's reason; the socket closes",
@@ -205,7 +201,7 @@ struct TLSFaultTests {
         let write = Pending<TLSError?>()
         stream.write(ByteRope(copying: [1]), queue: ring) { _, _, error in write.set(error) }
         #expect(write.wait()??.code == .handshakeTimedOut)
-        #expect(eventually { stream.channel.fileDescriptor == -1 }, "the channel was not closed")
+        #expect(eventually(seconds: 20) { stream.channel.fileDescriptor == -1 }, "the channel was not closed")
     }
 
     @Test(
@@ -220,9 +216,8 @@ struct TLSFaultTests {
         defer { group.shutdown() }
         let ring = group.rings[0]
         let server = try TLSEchoServer(group: group, context: try pki.serverContext(leaf: leaf))
-        let fd = try connectLoopback(port: server.port)
-        let stream = try TLSStream(
-            clientOn: fd,
+        let stream = try tlsClient(
+            port: server.port,
             ring: ring,
             context: try pki.clientContext(),
             serverName: serverName
@@ -253,7 +248,7 @@ struct TLSFaultTests {
             Issue.record("the server finished a handshake the client refused")
         }
         #expect(server.closed.wait(for: 1))
-        #expect(eventually { stream.channel.fileDescriptor == -1 }, "the client's channel was not closed")
+        #expect(eventually(seconds: 20) { stream.channel.fileDescriptor == -1 }, "the client's channel was not closed")
     }
 
     @Test("without host name checking the chain is still checked; with none, anything goes (tests only)")
@@ -269,12 +264,10 @@ struct TLSFaultTests {
         ]
         for (leaf, mode, accepted) in cases {
             let server = try TLSEchoServer(group: group, context: try pki.serverContext(leaf: leaf))
-            let fd = try connectLoopback(port: server.port)
-            let stream = try TLSStream(
-                clientOn: fd,
+            let stream = try tlsClient(
+                port: server.port,
                 ring: ring,
-                context: try pki.clientContext(configure: { $0.certificateVerification = mode }),
-                serverName: "localhost"
+                context: try pki.clientContext(configure: { $0.certificateVerification = mode })
             )
             let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: bytes(leaf)), queue: ring)
             let outcome = try #require(exchange.handshake.wait())
@@ -376,16 +369,6 @@ struct TLSFaultTests {
             )
         }
     }
-}
-
-/// Polls `condition` (bounded) until it holds.
-func eventually(seconds: Double = 20, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        usleep(2_000)
-    }
-    return true
 }
 
 /// Reads until EOF (or an error, or the receive time-out); whether it was EOF.

@@ -104,7 +104,7 @@ final class TLSLineServer: Sendable {
 @Suite(
     "TLSStream with real peers: curl, openssl, Python",
     .enabled(if: ringIsAvailable, ringUnavailableReason),
-    .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
+    .opensslAvailable
 )
 struct TLSPeerTests {
     @Test(
@@ -256,13 +256,7 @@ struct TLSPeerTests {
         let group = try RingLoopGroup(count: 1)
         defer { group.shutdown() }
         let ring = group.rings[0]
-        let fd = try connectLoopback(port: port)
-        let stream = try TLSStream(
-            clientOn: fd,
-            ring: ring,
-            context: try pki.clientContext(alpn: ["echo"]),
-            serverName: "localhost"
-        )
+        let stream = try tlsClient(port: port, ring: ring, context: try pki.clientContext(alpn: ["echo"]))
         let payload = pattern(500_000, seed: 3)
         let exchange = EchoExchange(stream: stream, payload: fragmentedRope(payload), queue: ring)
         let handshake = try #require(exchange.handshake.wait()).get()
@@ -295,13 +289,7 @@ struct TLSPeerTests {
                 "s_server did not start: \(server.errors)"
             )
             let port = try #require(accept.split(separator: ":").last.flatMap { UInt16($0.trimmingSpaces) })
-            let fd = try connectLoopback(port: port)
-            let stream = try TLSStream(
-                clientOn: fd,
-                ring: ring,
-                context: try pki.clientContext(alpn: ["echo"]),
-                serverName: "localhost"
-            )
+            let stream = try tlsClient(port: port, ring: ring, context: try pki.clientContext(alpn: ["echo"]))
             let received = Collected()
             let readEnd = Pending<TLSError?>()
             let handshake = Pending<Result<TLSStream.Handshake, TLSError>>()
