@@ -81,6 +81,13 @@ package final class ChannelContext: Sendable {
         )
     }
 
+    /// A channel over `fd`, with handlers on `queue`, and the log of its cleanup handler: how
+    /// most channel tests begin.
+    package func channelWithCleanup(_ kind: IOChannel.Kind, _ fd: CInt) -> (IOChannel, CleanupLog) {
+        let cleanup = self.cleanupLog()
+        return (self.channel(kind, fd, cleanup: cleanup), cleanup)
+    }
+
     /// A path channel, with handlers on `queue`.
     package func channel(
         _ kind: IOChannel.Kind,

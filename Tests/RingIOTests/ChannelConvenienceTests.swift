@@ -79,13 +79,9 @@ struct ChannelConvenienceTests {
 
     @Test("R77 a one-shot write: (nil, nil), and the peer gets every byte", arguments: QueueKind.allCases)
     func writeOnce(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, right) = try context.socketPair()
         let sent = patternBytes(500_000, seed: 28)
         let received = _Lock<[UInt8]>([])
         let readerDone = DispatchSemaphore(value: 0)
@@ -114,13 +110,9 @@ struct ChannelConvenienceTests {
         arguments: QueueKind.allCases
     )
     func readWhatIsAvailable(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         writeAll(writer, bytes("some"))
         let read = context.readOnce(reader, maxLength: 1_000)
         read.expectOneCall()
@@ -166,16 +158,11 @@ struct ChannelConvenienceTests {
         arguments: QueueKind.allCases
     )
     func handlerNotDeferred(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         // A channel stays open on the descriptor the whole time.
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let first = context.readOnce(reader, maxLength: 100)
         let second = context.readOnce(reader, maxLength: 100)
         writeAll(writer, bytes("one"))
@@ -192,13 +179,9 @@ struct ChannelConvenienceTests {
 
     @Test("R81 one-shot writes on one descriptor are performed in submission order", arguments: QueueKind.allCases)
     func writesInOrder(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         var expected: [UInt8] = []
         var writes: [ConvenienceLog] = []
         for index in 0..<320 {

@@ -23,15 +23,10 @@ struct ChannelCreationTests {
 
     @Test("R20 creation returns at once; a read submitted right away is served", arguments: QueueKind.allCases)
     func readRightAfterCreation(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let read = context.read(channel, length: 5)
         writeAll(writer, bytes("hello"))
         read.expectFinished()
@@ -91,8 +86,7 @@ struct ChannelCreationTests {
     func badDescriptor(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, descriptorThatIsNeverOpen(), cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, descriptorThatIsNeverOpen())
         // Submitted before the failure can have been noticed, and after.
         let early = context.read(channel, length: 10)
         cleanup.expectOnce(.badFileDescriptor)
@@ -137,12 +131,10 @@ struct ChannelCreationTests {
         QueueKind.allCases
     )
     func randomAccessRefused(_ endpointKind: EndpointKind, _ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(endpointKind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(endpointKind)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, endpoint.local)
         cleanup.expectOnce(.illegalSeek)
         endpoint.send(bytes("ready"))
         let read = context.read(channel, length: 5)
@@ -163,15 +155,10 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func cleanupAfterClose(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, _) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let write = context.write(channel, rope("x"))
         write.expectFinished()
         context.barrier()
@@ -185,13 +172,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func cleanupWaitsForSiblings(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, _) = try context.pipe()
         let firstCleanup = context.cleanupLog()
         let secondCleanup = context.cleanupLog()
         let first = context.channel(.stream, reader, cleanup: firstCleanup)
@@ -238,15 +221,10 @@ struct ChannelCreationTests {
 
     @Test("R23 a convenience read on the descriptor holds the cleanup handler back", arguments: QueueKind.allCases)
     func cleanupWaitsForConvenienceRead(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let oneShot = context.convenienceLog()
         oneShot.submitting {
             IOChannel.read(
@@ -270,13 +248,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func dropWithoutClose(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, _) = try context.socketPair()
         let cleanup = context.cleanupLog()
         do {
             let channel = context.channel(.stream, left, cleanup: cleanup)
@@ -287,13 +261,9 @@ struct ChannelCreationTests {
 
     @Test("R-S3 a pending operation keeps a dropped channel alive until it completes", arguments: QueueKind.allCases)
     func pendingOperationKeepsChannel(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, right) = try context.socketPair()
         let cleanup = context.cleanupLog()
         let read: OperationLog
         do {
@@ -311,15 +281,10 @@ struct ChannelCreationTests {
 
     @Test("R25 a descriptor channel never closes its descriptor", arguments: QueueKind.allCases)
     func descriptorStaysOpen(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         context.write(channel, rope("one")).expectFinished()
         channel.close(flags: .stop)
         cleanup.expectOnce(nil)
@@ -343,8 +308,7 @@ struct ChannelCreationTests {
                 close(reader)
                 close(writer)
             }
-            let cleanup = context.cleanupLog()
-            let channel = context.channel(.stream, reader, cleanup: cleanup)
+            let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
             if round % 3 == 0 { channel.setLimit(lowWater: 1_000) }
             let read = context.read(channel, length: 3)
             writeAll(writer, bytes("abc"))
@@ -647,13 +611,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func fromClosedChannel(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, _) = try context.socketPair()
         let sourceCleanup = context.cleanupLog()
         let source = context.channel(.stream, left, cleanup: sourceCleanup)
         source.close()

@@ -58,13 +58,9 @@ struct ChannelErrorTests {
 
     @Test("R65 EBADF ends the operations in flight on every channel of the descriptor", arguments: QueueKind.allCases)
     func badDescriptorEndsOutstanding(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let writing = context.channel(.stream, writer, cleanup: cleanups[0])
         let other = context.channel(.stream, writer, cleanup: cleanups[1])
@@ -133,12 +129,10 @@ struct ChannelErrorTests {
         QueueKind.allCases
     )
     func peerCloseIsEndOfFile(_ endpointKind: EndpointKind, _ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(endpointKind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(endpointKind)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, endpoint.local)
         channel.setLimit(lowWater: 100)
         let read = context.read(channel, length: .max)
         endpoint.send(bytes("tail"))
@@ -164,8 +158,7 @@ struct ChannelErrorTests {
         defer { close(client) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, client, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, client)
         let read = context.read(channel, length: .max)
         let sent = patternBytes(10_000, seed: 22)
         writeAll(server, sent)
@@ -196,8 +189,7 @@ func writeToClosedSocket(_ queue: QueueKind) throws {
     close(right)
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, left, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, left)
     let sent = patternBytes(100_000, seed: 23)
     let write = context.write(channel, ByteRope(copying: sent))
     write.expectFinished()
@@ -218,8 +210,7 @@ func writeToClosedTCPPeer(_ queue: QueueKind) throws {
     close(server)
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, client, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, client)
     var errors: [Errno?] = []
     // The first write may be accepted before the peer's reset arrives.
     for round in 0..<20 {
@@ -254,8 +245,7 @@ func writeToPipeWithoutReader(_ queue: QueueKind, fifo: Bool) throws {
     defer { close(writer) }
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, writer, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
 
     let sent = patternBytes(1_048_576, seed: 24)
     let blocked = context.write(channel, fragmentedRope(sent.count, seed: 24, maxRegion: 100_000))
@@ -285,8 +275,7 @@ func resetMidLargeWrite(_ queue: QueueKind) throws {
     defer { close(client) }
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, client, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, client)
     let sent = patternBytes(32 * 1_048_576, seed: 25)
     let write = context.write(channel, ByteRope(copying: sent))
     try #require(eventually { pendingBytes(server) > 0 })

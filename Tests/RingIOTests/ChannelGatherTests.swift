@@ -45,8 +45,7 @@ struct ChannelGatherTests {
         }
         let context = try ChannelContext(.ring)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, writer, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
         // A first write larger than the kernel buffers: its send returns short while the
         // peer is not reading, and everything queued behind it waits.
         let sizes = [4 << 20] + (1...200).map { 1 + ($0 * 37) % 500 }

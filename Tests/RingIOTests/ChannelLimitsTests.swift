@@ -25,12 +25,10 @@ struct ChannelLimitsTests {
         QueueKind.allCases
     )
     func deliverAsDataArrives(_ endpointKind: EndpointKind, _ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(endpointKind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(endpointKind)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, endpoint.local)
         let read = context.read(channel, length: .max)
         for (index, piece) in ["abc", "defgh", "ij"].enumerated() {
             endpoint.send(bytes(piece))
@@ -85,15 +83,10 @@ struct ChannelLimitsTests {
         length: Int,
         configure: (IOChannel) -> Void
     ) throws -> [HandlerCall] {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         configure(channel)
         writeAll(writer, bytes(contents))
         let read = context.read(channel, length: length)
@@ -133,8 +126,7 @@ struct ChannelLimitsTests {
         defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: .max)
         let exact = context.read(channel, length: 30)
         let toEnd = context.read(channel, length: .max)
@@ -158,15 +150,10 @@ struct ChannelLimitsTests {
         arguments: QueueKind.allCases
     )
     func limitsSnapshotted(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let before = context.read(channel, length: 6)
         channel.setLimit(highWater: 1)
         let after = context.read(channel, length: 3)
@@ -217,8 +204,7 @@ struct ChannelLimitsTests {
         defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 6)
         let read = context.read(channel, length: .max)
         writeAll(writer, bytes("abc"))
@@ -245,8 +231,7 @@ struct ChannelLimitsTests {
         defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(20), flags: .strict)
         let read = OperationLog(onQueue: { context.isOnQueue }, allowsEmptyIntermediates: true)
@@ -273,8 +258,7 @@ struct ChannelLimitsTests {
         defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(20))
         let read = context.read(channel, length: .max)
@@ -297,8 +281,7 @@ struct ChannelLimitsTests {
         defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(10), flags: .strict)
         channel.setInterval(.zero, flags: .strict)

@@ -24,13 +24,9 @@ struct ChannelOrderingTests {
         arguments: QueueKind.allCases
     )
     func readsInOrder(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, right) = try context.socketPair()
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let first = context.channel(.stream, left, cleanup: cleanups[0])
         let second = context.channel(.stream, left, cleanup: cleanups[1])
@@ -53,13 +49,9 @@ struct ChannelOrderingTests {
         arguments: QueueKind.allCases
     )
     func writesInOrder(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, right) = try context.socketPair()
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let channels = [
             context.channel(.stream, left, cleanup: cleanups[0]), context.channel(.stream, left, cleanup: cleanups[1]),
@@ -88,15 +80,10 @@ struct ChannelOrderingTests {
 
     @Test("R72 a read and a write are in flight at the same time on one socket", arguments: QueueKind.allCases)
     func readAndWriteTogether(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let read = context.read(channel, length: 4)
         let write = context.write(channel, rope("ping"))
         write.expectFinished()
@@ -145,8 +132,7 @@ struct ChannelOrderingTests {
         let file = try makeFile(contents)
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         var reads: [(OperationLog, Range<Int>)] = []
         var writes: [OperationLog] = []
         for index in 0..<16 {

@@ -24,15 +24,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func neverSynchronous(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         writeAll(right, bytes("abcdef"))
         let ready = context.read(channel, length: 3)
         ready.expectFinished()
@@ -98,14 +93,10 @@ struct ChannelReadTests {
 
     @Test("R33 R34 a read that gets its length ends with one call (true, data, nil)", arguments: QueueKind.allCases)
     func lengthSatisfied(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
-        let file = try makeFile(patternBytes(100, seed: 1))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(100, seed: 1))
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let stream = context.channel(.stream, reader, cleanup: cleanups[0])
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
@@ -126,15 +117,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func readTakesOnlyItsLength(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         writeAll(writer, bytes("abcdefghijklmno"))
         let first = context.read(channel, length: 10)
         first.expectFinished()
@@ -197,15 +183,10 @@ struct ChannelReadTests {
 
     @Test("R36 an error after data: (false, pending) first, then (true, nil, error)", arguments: QueueKind.allCases)
     func errorAfterData(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 1_000)
         let read = context.read(channel, length: .max)
         writeAll(writer, bytes("0123456789"))
@@ -224,14 +205,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func zeroLength(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
-        let file = try makeFile(patternBytes(10))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(10))
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let stream = context.channel(.stream, reader, cleanup: cleanups[0])
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
@@ -255,14 +232,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func deliveredDataStaysValid(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
-        let file = try makeFile(patternBytes(3 * 1_048_576 + 17, seed: 9))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(3 * 1_048_576 + 17, seed: 9))
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let stream = context.channel(.stream, reader, cleanup: cleanups[0])
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
@@ -297,12 +270,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func longRead(_ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(.socketPair)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(.socketPair)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, endpoint.local)
         let sent = patternBytes(1_048_576 + 333, seed: 4)
         let read = context.read(channel, length: .max)
         DispatchQueue.global().async {

@@ -712,10 +712,9 @@ struct SourceReadinessTests {
         readinessEndpoints
     )
     func readableLevelTriggered(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let endpoint = try context.endpoint(kind)
         let log = context.sourceLog(holdMicroseconds: 1_000)
         let source = context.readSource(endpoint.local)
         log.attach(to: source)
@@ -737,10 +736,9 @@ struct SourceReadinessTests {
         readinessEndpoints
     )
     func readableDrained(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let endpoint = try context.endpoint(kind)
         let received = _Lock<[UInt8]>([])
         let log = context.sourceLog { _ in
             let bytes = readAvailable(endpoint.local)
@@ -763,10 +761,9 @@ struct SourceReadinessTests {
 
     @Test("readable: end of file fires, with data 0", arguments: QueueKind.allCases, readinessEndpoints)
     func readableAtEOF(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let endpoint = try context.endpoint(kind)
         let log = context.sourceLog(holdMicroseconds: 1_000)
         let source = context.readSource(endpoint.local)
         log.attach(to: source)
@@ -780,13 +777,9 @@ struct SourceReadinessTests {
 
     @Test("readable: suspend stops delivery, resume restarts it", arguments: QueueKind.allCases)
     func readableSuspended(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let log = context.sourceLog(holdMicroseconds: 1_000)
         let source = context.readSource(reader)
         log.attach(to: source)
@@ -810,10 +803,9 @@ struct SourceReadinessTests {
         readinessEndpoints
     )
     func writable(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let endpoint = try context.endpoint(kind)
         let log = context.sourceLog(holdMicroseconds: 1_000)
         // The end the test writes to: a pipe's write end.
         let source = context.writeSource(endpoint.remote)
@@ -826,17 +818,13 @@ struct SourceReadinessTests {
 
     @Test("writable: a full pipe fires only once the reader makes room", arguments: QueueKind.allCases)
     func writableWhenFull(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         try #require(fcntl(writer, F_SETFL, fcntl(writer, F_GETFL) | O_NONBLOCK) == 0)
         let chunk = [UInt8](repeating: 7, count: 4_096)
         while write(writer, chunk, chunk.count) > 0 {}
         try #require(errno == EAGAIN)
-        let context = try ChannelContext(queue)
-        defer { context.shutdown() }
         let log = context.sourceLog(holdMicroseconds: 1_000)
         let source = context.writeSource(writer)
         log.attach(to: source)
