@@ -178,11 +178,7 @@ struct ListenerAcceptTests {
         log.expectWellFormed()
     }
 
-    @Test(
-        "accepts connections on ::1",
-        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here"),
-        arguments: QueueKind.allCases
-    )
+    @Test("accepts connections on ::1", .ipv6LoopbackAvailable, arguments: QueueKind.allCases)
     func acceptsOnIPv6(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
