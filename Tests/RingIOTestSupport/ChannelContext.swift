@@ -170,6 +170,24 @@ package final class ChannelContext: Sendable {
         return log
     }
 
+    /// Submits a read of `length` bytes and a write of `data` to `channel`, and expects each to
+    /// end in one call with `error`: the read with no data, the write handing `data` back (a
+    /// channel that failed, or was closed).
+    package func expectReadAndWriteFail(
+        _ channel: IOChannel,
+        with error: Errno,
+        length: Int,
+        data: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let read = self.read(channel, length: length)
+        let write = self.write(channel, rope(data))
+        read.expectFinished(sourceLocation: sourceLocation)
+        write.expectFinished(sourceLocation: sourceLocation)
+        #expect(read.calls == [.failed(error)], sourceLocation: sourceLocation)
+        #expect(write.calls == [.failed(error, remaining: data)], sourceLocation: sourceLocation)
+    }
+
     /// Waits until every job enqueued on the ring and on the dispatch queue so far has run.
     package func drain() {
         let ringDone = DispatchSemaphore(value: 0)

@@ -322,6 +322,11 @@ package func makeSocketPair() throws -> (CInt, CInt) {
     return (fds[0], fds[1])
 }
 
+/// Closes each of `fds`: what a test defers for the descriptors it made itself.
+package func closeAll(_ fds: CInt...) {
+    for fd in fds { close(fd) }
+}
+
 /// Writes all of `bytes` to `fd`, blocking.
 package func writeAll(_ fd: CInt, _ bytes: [UInt8]) {
     var offset = 0

@@ -77,12 +77,7 @@ struct ChannelCloseTests {
         let read = context.read(channel, length: 5)
         let write = context.write(channel, rope("queued"))
         channel.close()
-        let lateRead = context.read(channel, length: 5)
-        let lateWrite = context.write(channel, rope("late"))
-        lateRead.expectFinished()
-        lateWrite.expectFinished()
-        #expect(lateRead.calls == [.failed(.canceled)])
-        #expect(lateWrite.calls == [.failed(.canceled, remaining: "late")])
+        context.expectReadAndWriteFail(channel, with: .canceled, length: 5, data: "late")
         write.expectFinished()
         #expect(write.calls == [.written])
         #expect(readExactly(right, 8) == bytes("upqueued"))
@@ -217,10 +212,7 @@ struct ChannelCloseTests {
         var outcomes = (readDone: 0, readCanceled: 0, writeDone: 0, writeCanceled: 0)
         for round in 0..<150 {
             let (left, right) = try makeSocketPair()
-            defer {
-                close(left)
-                close(right)
-            }
+            defer { closeAll(left, right) }
             let incoming = patternBytes(96, seed: round)
             let outgoing = patternBytes(round % 3 == 0 ? 600_000 : 3_000, seed: round + 1)
             let (channel, cleanup) = context.channelWithCleanup(.stream, left)

@@ -116,12 +116,7 @@ struct ChannelCreationTests {
         let cleanup = context.cleanupLog()
         let channel = context.channel(kind, fd, cleanup: cleanup)
         cleanup.expectOnce(.isDirectory)
-        let read = context.read(channel, length: 10)
-        let write = context.write(channel, rope("data"))
-        read.expectFinished()
-        write.expectFinished()
-        #expect(read.calls == [.failed(.isDirectory)])
-        #expect(write.calls == [.failed(.isDirectory, remaining: "data")])
+        context.expectReadAndWriteFail(channel, with: .isDirectory, length: 10, data: "data")
         channel.close()
     }
 
@@ -137,12 +132,7 @@ struct ChannelCreationTests {
         let (channel, cleanup) = context.channelWithCleanup(.randomAccess, endpoint.local)
         cleanup.expectOnce(.illegalSeek)
         endpoint.send(bytes("ready"))
-        let read = context.read(channel, length: 5)
-        let write = context.write(channel, rope("data"))
-        read.expectFinished()
-        write.expectFinished()
-        #expect(read.calls == [.failed(.illegalSeek)])
-        #expect(write.calls == [.failed(.illegalSeek, remaining: "data")])
+        context.expectReadAndWriteFail(channel, with: .illegalSeek, length: 5, data: "data")
         // Nothing was read: the bytes are still there.
         #expect(readAvailable(endpoint.local) == bytes("ready"))
         channel.close()
@@ -304,10 +294,7 @@ struct ChannelCreationTests {
         for round in 0..<100 {
             // Closed and reopened each round: the kernel hands out the same numbers again.
             let (reader, writer) = try makePipe()
-            defer {
-                close(reader)
-                close(writer)
-            }
+            defer { closeAll(reader, writer) }
             let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
             if round % 3 == 0 { channel.setLimit(lowWater: 1_000) }
             let read = context.read(channel, length: 3)
@@ -351,12 +338,7 @@ struct ChannelCreationTests {
         let cleanup = context.cleanupLog()
         let channel = try context.channel(.stream, path: directory.file("missing"), mode: .readOnly, cleanup: cleanup)
         cleanup.expectOnce(.noSuchFileOrDirectory)
-        let read = context.read(channel, length: 10)
-        let write = context.write(channel, rope("data"))
-        read.expectFinished()
-        write.expectFinished()
-        #expect(read.calls == [.failed(.noSuchFileOrDirectory)])
-        #expect(write.calls == [.failed(.noSuchFileOrDirectory, remaining: "data")])
+        context.expectReadAndWriteFail(channel, with: .noSuchFileOrDirectory, length: 10, data: "data")
         // Without O_CREAT nothing is created, and O_CREAT under a missing directory fails the same way.
         #expect(contentsOfFile(directory.file("missing")) == nil)
         let deeper = context.cleanupLog()

@@ -169,10 +169,7 @@ struct ChannelFileSendTests {
         let contents = patternBytes(size + 100, seed: size % 251)
         let file = try makeFile(contents)
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 50, length: size)
@@ -190,10 +187,7 @@ struct ChannelFileSendTests {
         let contents = patternBytes(200_000, seed: 4)
         let file = try makeFile(contents)
         let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
+        defer { closeAll(reader, writer) }
         let fixture = try SendFixture(fd: writer)
         let head = _Lock<Errno??>(nil)
         let tail = _Lock<Errno??>(nil)
@@ -218,10 +212,7 @@ struct ChannelFileSendTests {
         let contents = patternBytes(10_000, seed: 5)
         let file = try makeFile(contents)
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 1_000, length: 50_000)
@@ -238,10 +229,7 @@ struct ChannelFileSendTests {
         let length = 16 << 20
         let file = try makeFile(patternBytes(length, seed: 6))
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 0, length: length)
         // The socket buffers fill and the splice waits; then the channel is stopped.
@@ -259,10 +247,7 @@ struct ChannelFileSendTests {
         let contents = patternBytes(6 << 20, seed: 7)
         let file = try makeFile(contents)
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         try #require(fcntl(server, F_SETFL, fcntl(server, F_GETFL) | O_NONBLOCK) == 0)
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
@@ -279,10 +264,7 @@ struct ChannelFileSendTests {
         let contents = patternBytes(70_000, seed: 8)
         let file = try makeFile(contents)
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
         var logs: [SendLog] = []
@@ -340,10 +322,7 @@ struct ChannelFileSendTests {
         try #require(writeOnly >= 0)
         defer { close(writeOnly) }
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let final = fixture.send(writeOnly, offset: 0, length: 5_000).final()
         #expect(final == SendLog.Call(done: true, remaining: 5_000, error: .badFileDescriptor))
@@ -363,10 +342,7 @@ struct ChannelFileSendTests {
         }
         #expect(source.fileDescriptor == -1)  // not opened yet (R27)
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
         fixture.channel.write(offset: 0, data: rope("head"), queue: fixture.queue) { _, _, _ in }
@@ -386,10 +362,7 @@ struct ChannelFileSendTests {
         let file = try makeFile(contents)
         try #require(lseek(file.fd, 10_000, SEEK_SET) == 10_000)
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
         // Its base is the position at creation: offset 5,000 is byte 15,000 of the file.
@@ -406,10 +379,7 @@ struct ChannelFileSendTests {
         let directory = try TemporaryDirectory()
         let path = try directory.create("source.bin", patternBytes(1_000))
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let closed = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: fixture.ring) {
             _ in
@@ -459,10 +429,7 @@ struct ChannelFileSendTests {
         let file = try makeFile(contents)
         let fd = file.fd
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         setReceiveTimeout(client, seconds: 10)
         let ring = try RingLoop()
         defer { ring.shutdown() }

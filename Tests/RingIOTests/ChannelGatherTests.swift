@@ -39,10 +39,7 @@ struct ChannelGatherTests {
         default:
             (writer, reader) = try makeSocketPair()
         }
-        defer {
-            close(writer)
-            close(reader)
-        }
+        defer { closeAll(writer, reader) }
         let context = try ChannelContext(.ring)
         defer { context.shutdown() }
         let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
@@ -79,10 +76,7 @@ struct ChannelGatherTests {
     @Test("writes stopped while they ride another's send: exact accounting, the rest goes on")
     func ridersStopped() throws {
         let (writer, reader) = try makeSocketPair()
-        defer {
-            close(writer)
-            close(reader)
-        }
+        defer { closeAll(writer, reader) }
         let context = try ChannelContext(.ring)
         defer { context.shutdown() }
         // Two channels on one descriptor share its write lane: the first's big write leads,

@@ -134,10 +134,7 @@ struct ChannelOffsetTests {
         let zero = open("/dev/zero", O_RDONLY | O_CLOEXEC)
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         try #require(zero >= 0 && null >= 0)
-        defer {
-            close(zero)
-            close(null)
-        }
+        defer { closeAll(zero, null) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let cleanups = [context.cleanupLog(), context.cleanupLog()]

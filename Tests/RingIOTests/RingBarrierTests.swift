@@ -31,10 +31,7 @@ struct RingBarrierTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
+        defer { closeAll(left, right) }
         let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let read = context.read(channel, length: 10)
         let listener = try IOAcceptor(host: "127.0.0.1", port: 0, ring: context.ring, queue: context.queue) { _ in }
