@@ -63,11 +63,10 @@ struct ChannelAsyncTests {
 
     @Test("D8 read(length:) returns everything up to length, or up to EOF", arguments: QueueKind.allCases)
     func readUpToLength(_ queue: QueueKind) async throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
-        let file = try makeFile(patternBytes(10_000, seed: 32))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(10_000, seed: 32))
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let stream = context.channel(.stream, reader, cleanup: cleanups[0])
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
@@ -81,7 +80,7 @@ struct ChannelAsyncTests {
         let exact = Outcome(await bounded { Array(try await stream.read(length: 11)) })
         #expect(exact == .bytes(bytes("hello world")), "\(exact)")
         writeAll(writer, bytes("tail"))
-        close(writer)
+        context.close(writer)
         let toEnd = Outcome(await bounded { Array(try await stream.read(length: 100)) })
         #expect(toEnd == .bytes(bytes("tail")), "\(toEnd)")
         let fromFile = Outcome(await bounded { Array(try await random.read(offset: 9_000, length: 5_000)) })

@@ -54,12 +54,11 @@ func writeOnceToPipeWithoutReader(_ queue: QueueKind) throws {
 struct ChannelConvenienceTests {
     @Test("R77 a one-shot read: one call with everything read; at EOF (empty, nil)", arguments: QueueKind.allCases)
     func readOnce(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         writeAll(writer, bytes("hello"))
-        close(writer)
+        context.close(writer)
         let first = context.readOnce(reader, maxLength: 100)
         first.expectOneCall()
         #expect(first.calls == [HandlerCall(true, "hello")])

@@ -183,10 +183,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func cleanupWaitsForOperations(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let read = context.log()
         let finalSeenFirst = _Lock<Bool?>(nil)
         let cleanup = CleanupLog(
@@ -202,7 +201,7 @@ struct ChannelCreationTests {
         #expect(read.calls.isEmpty)
         #expect(!cleanup.wasCalled, "a read is still in flight")
         writeAll(writer, bytes("late"))
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("late"), .eof])
         cleanup.expectOnce(nil)

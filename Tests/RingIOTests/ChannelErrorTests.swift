@@ -295,16 +295,15 @@ func resetMidLargeWrite(_ queue: QueueKind) throws {
 /// Closing the descriptor under a pending read: the next operation finds EBADF, which
 /// poisons the descriptor and ends the pending read too.
 func closeUnderPendingRead(_ queue: QueueKind) throws {
-    let (left, right) = try makeSocketPair()
-    defer { close(right) }
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
+    let (left, right) = try context.socketPair()
     let cleanups = [context.cleanupLog(), context.cleanupLog()]
     let channel = context.channel(.stream, left, cleanup: cleanups[0])
     let sibling = context.channel(.stream, from: channel, cleanup: cleanups[1])
     let pending = context.read(channel, length: 10)
     context.barrier()
-    close(left)
+    context.close(left)
     let write = context.write(sibling, rope("x"))
     write.expectFinished()
     pending.expectFinished()

@@ -122,10 +122,9 @@ struct ChannelLimitsTests {
 
     @Test("R45 low water Int.max: no partial deliveries at all", arguments: QueueKind.allCases)
     func lowWaterMax(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: .max)
         let exact = context.read(channel, length: 30)
@@ -136,7 +135,7 @@ struct ChannelLimitsTests {
             try #require(eventually { pendingBytes(reader) == 0 })
             context.barrier()
         }
-        close(writer)
+        context.close(writer)
         exact.expectFinished()
         toEnd.expectFinished()
         #expect(exact.calls == [.done("aaaaaaaaaabbbbbbbbbbcccccccccc")])
@@ -171,10 +170,9 @@ struct ChannelLimitsTests {
     func highWaterBoundsDeliveries(_ queue: QueueKind) throws {
         let contents = patternBytes(40_000, seed: 14)
         let file = try makeFile(contents)
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[0])
         random.setLimit(highWater: 4_096)
@@ -188,7 +186,7 @@ struct ChannelLimitsTests {
         let fromPipe = context.read(stream, length: .max)
         let sent = patternBytes(100_000, seed: 15)
         writeAll(writer, sent)
-        close(writer)
+        context.close(writer)
         fromPipe.expectFinished()
         expectSameBytes(fromPipe.bytes, sent)
         let sizes = fromPipe.calls.map { $0.bytes?.count ?? 0 }
@@ -200,10 +198,9 @@ struct ChannelLimitsTests {
 
     @Test("R48 with low water 6, small arrivals are merged until they reach it", arguments: QueueKind.allCases)
     func lowWaterMerges(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 6)
         let read = context.read(channel, length: .max)
@@ -215,7 +212,7 @@ struct ChannelLimitsTests {
         writeAll(writer, bytes("ij"))
         context.barrier()
         #expect(read.calls == [.more("abcdefgh")])
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("abcdefgh"), .more("ij"), .eof])
         channel.close()
@@ -227,10 +224,9 @@ struct ChannelLimitsTests {
         arguments: QueueKind.allCases
     )
     func strictInterval(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(20), flags: .strict)
@@ -240,7 +236,7 @@ struct ChannelLimitsTests {
         #expect(read.waitForBytes(3), "3 bytes below low water were never delivered by the strict interval")
         let afterData = read.calls.count
         #expect(read.waitForCalls(afterData + 2), "no empty ticks while nothing arrives")
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         let calls = read.calls
         #expect(calls.contains(.more("abc")))
@@ -254,10 +250,9 @@ struct ChannelLimitsTests {
 
     @Test("R51 a non-strict interval adds no delivery below low water", arguments: QueueKind.allCases)
     func nonStrictInterval(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(20))
@@ -268,7 +263,7 @@ struct ChannelLimitsTests {
         #expect(read.calls.isEmpty, "a delivery below low water: \(read.calls)")
         writeAll(writer, [UInt8](repeating: UInt8(ascii: "z"), count: 97))
         #expect(read.waitForCalls(1))
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("abc" + String(repeating: "z", count: 97)), .eof])
         channel.close()
@@ -277,10 +272,9 @@ struct ChannelLimitsTests {
 
     @Test("R50 an interval of zero turns the timer off, even strict", arguments: QueueKind.allCases)
     func zeroInterval(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(10), flags: .strict)
@@ -290,7 +284,7 @@ struct ChannelLimitsTests {
         // Three of the replaced 10 ms intervals go by on the ring's clock.
         context.waitForTimers(after: .milliseconds(30))
         #expect(read.calls.isEmpty, "calls: \(read.calls)")
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("abc"), .eof])
         channel.close()

@@ -127,16 +127,15 @@ struct ChannelReadTests {
 
     @Test("R35 EOF is two calls: (false, tail) then (true, empty, nil)", arguments: QueueKind.allCases)
     func endOfFile(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
-        let file = try makeFile(patternBytes(100, seed: 2))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(100, seed: 2))
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let stream = context.channel(.stream, reader, cleanup: cleanups[0])
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
         writeAll(writer, bytes("hello"))
-        close(writer)
+        context.close(writer)
         let fromPipe = context.read(stream, length: .max)
         let fromFile = context.read(random, offset: 90, length: 50)
         fromPipe.expectFinished()
