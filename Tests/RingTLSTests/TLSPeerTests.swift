@@ -107,10 +107,7 @@ final class TLSLineServer: Sendable {
     .opensslAvailable
 )
 struct TLSPeerTests {
-    @Test(
-        "curl: --cacert verifies the chain, ALPN picks http/1.1, two requests on one connection",
-        .enabled(if: toolExists("curl"), "curl is not installed")
-    )
+    @Test("curl: --cacert verifies the chain, ALPN picks http/1.1, two requests on one connection", .installed("curl"))
     func curl() throws {
         let pki = TestPKI.shared
         let group = try RingLoopGroup(count: 2)
@@ -184,7 +181,7 @@ struct TLSPeerTests {
 
     @Test(
         "Python's ssl client: verified, ALPN, 1 MB echoed, close_notify both ways, a resumed session",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        .installed("python3")
     )
     func pythonClient() throws {
         let pki = TestPKI.shared
@@ -223,7 +220,7 @@ struct TLSPeerTests {
 
     @Test(
         "a RingTLS client against Python's ssl server: verified, ALPN, echoed bytes, clean ends",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        .installed("python3")
     )
     func pythonServer() throws {
         let pki = TestPKI.shared

@@ -35,6 +35,11 @@ let opensslExists = toolExists("openssl")
 
 extension Trait where Self == ConditionTrait {
     /// Skips a suite where the openssl command, which makes the tests' certificates, is missing.
+    /// Skips a test where the command `tool`, its peer, is not installed.
+    static func installed(_ tool: String) -> Self {
+        .enabled(if: toolExists(tool), "\(tool) is not installed")
+    }
+
     static var opensslAvailable: Self {
         .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
     }
