@@ -88,6 +88,20 @@ package final class ChannelContext: Sendable {
         return (self.channel(kind, fd, cleanup: cleanup), cleanup)
     }
 
+    /// Two channels, over `first`'s descriptor and `second`'s, with handlers on `queue`, and
+    /// their cleanup logs in that order.
+    package func channels(
+        _ first: (IOChannel.Kind, CInt),
+        _ second: (IOChannel.Kind, CInt)
+    ) -> (IOChannel, IOChannel, [CleanupLog]) {
+        let cleanups = [self.cleanupLog(), self.cleanupLog()]
+        return (
+            self.channel(first.0, first.1, cleanup: cleanups[0]),
+            self.channel(second.0, second.1, cleanup: cleanups[1]),
+            cleanups
+        )
+    }
+
     /// A path channel, with handlers on `queue`.
     package func channel(
         _ kind: IOChannel.Kind,

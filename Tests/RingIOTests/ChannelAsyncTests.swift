@@ -67,9 +67,7 @@ struct ChannelAsyncTests {
         defer { context.shutdown() }
         let (reader, writer) = try context.pipe()
         let file = try makeFile(patternBytes(10_000, seed: 32))
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("hello"))
         // The rest once the read has taken "hello" and waits for more.
         startThread {

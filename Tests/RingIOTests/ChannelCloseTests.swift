@@ -310,9 +310,7 @@ struct ChannelCloseTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let (left, right) = try context.socketPair()
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let reading = context.channel(.stream, left, cleanup: cleanups[0])
-        let other = context.channel(.stream, left, cleanup: cleanups[1])
+        let (reading, other, cleanups) = context.channels((.stream, left), (.stream, left))
         let read = context.read(reading, length: 5)
         let ran = Counter()
         let inCall = Atomic<Bool>(true)
@@ -372,9 +370,7 @@ struct ChannelCloseTests {
         let file = try makeFile([])
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let writing = context.channel(.stream, file.fd, cleanup: cleanups[0])
-        let other = context.channel(.stream, file.fd, cleanup: cleanups[1])
+        let (writing, other, cleanups) = context.channels((.stream, file.fd), (.stream, file.fd))
         let big = patternBytes(2 * 1_048_576 + 3, seed: 18)
         let write = context.write(writing, ByteRope(copying: big))
         let seen = _Lock<[UInt8]?>(nil)

@@ -35,9 +35,7 @@ struct ChannelErrorTests {
         defer { close(fd) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let reading = context.channel(.stream, fd, cleanup: cleanups[0])
-        let writing = context.channel(.stream, fd, cleanup: cleanups[1])
+        let (reading, writing, cleanups) = context.channels((.stream, fd), (.stream, fd))
         let read = context.read(reading, length: 10)
         read.expectFinished()
         #expect(read.calls == [.failed(.badFileDescriptor)])
@@ -61,9 +59,7 @@ struct ChannelErrorTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let (reader, writer) = try context.pipe()
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let writing = context.channel(.stream, writer, cleanup: cleanups[0])
-        let other = context.channel(.stream, writer, cleanup: cleanups[1])
+        let (writing, other, cleanups) = context.channels((.stream, writer), (.stream, writer))
         let sent = patternBytes(1_048_576, seed: 20)
         let blocked = context.write(writing, ByteRope(copying: sent))
         try #require(waitUntilFull(pipe: reader))

@@ -81,9 +81,7 @@ struct ChannelGatherTests {
         defer { context.shutdown() }
         // Two channels on one descriptor share its write lane: the first's big write leads,
         // the second's small writes wait behind it and ride its sends; then the second stops.
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let leader = context.channel(.stream, writer, cleanup: cleanups[0])
-        let riders = context.channel(.stream, writer, cleanup: cleanups[1])
+        let (leader, riders, cleanups) = context.channels((.stream, writer), (.stream, writer))
         let big = gatherData(0, 900 << 10)  // one buffer (R49): riders may join its sends
         let small = (1...50).map { gatherData($0, 100 + $0) }
         let leaderLog = context.log()

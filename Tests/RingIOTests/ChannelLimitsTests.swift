@@ -52,9 +52,7 @@ struct ChannelLimitsTests {
         defer { close(zero) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, file.fd, cleanup: cleanups[0])
-        let device = context.channel(.stream, zero, cleanup: cleanups[1])
+        let (stream, device, cleanups) = context.channels((.stream, file.fd), (.stream, zero))
         let fromFile = context.read(stream, length: .max)
         let fromDevice = context.read(device, length: size)
         fromFile.expectFinished()

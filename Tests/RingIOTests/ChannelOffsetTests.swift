@@ -137,9 +137,7 @@ struct ChannelOffsetTests {
         defer { closeAll(zero, null) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let reading = context.channel(.randomAccess, zero, cleanup: cleanups[0])
-        let writing = context.channel(.randomAccess, null, cleanup: cleanups[1])
+        let (reading, writing, cleanups) = context.channels((.randomAccess, zero), (.randomAccess, null))
         let read = context.read(reading, offset: 4_096, length: 100)
         let write = context.write(writing, offset: 12, rope("discarded"))
         read.expectFinished()

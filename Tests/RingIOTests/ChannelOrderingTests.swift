@@ -27,9 +27,7 @@ struct ChannelOrderingTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let (left, right) = try context.socketPair()
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let first = context.channel(.stream, left, cleanup: cleanups[0])
-        let second = context.channel(.stream, left, cleanup: cleanups[1])
+        let (first, second, cleanups) = context.channels((.stream, left), (.stream, left))
         let reads = [
             context.read(first, length: 4),
             context.read(second, length: 4),
@@ -105,9 +103,7 @@ struct ChannelOrderingTests {
         let file = try makeFile(bytes("0123456789"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let first = context.channel(.stream, file.fd, cleanup: cleanups[0])
-        let second = context.channel(.stream, file.fd, cleanup: cleanups[1])
+        let (first, second, cleanups) = context.channels((.stream, file.fd), (.stream, file.fd))
         let logs = [
             context.read(first, length: 3),
             context.write(second, rope("ab")),

@@ -89,9 +89,7 @@ struct ChannelReadTests {
         defer { context.shutdown() }
         let (reader, writer) = try context.pipe()
         let file = try makeFile(patternBytes(100, seed: 1))
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("0123456789"))
         let fromPipe = context.read(stream, length: 10)
         let fromFile = context.read(random, offset: 20, length: 40)
@@ -131,9 +129,7 @@ struct ChannelReadTests {
         defer { context.shutdown() }
         let (reader, writer) = try context.pipe()
         let file = try makeFile(patternBytes(100, seed: 2))
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("hello"))
         context.close(writer)
         let fromPipe = context.read(stream, length: .max)
@@ -155,9 +151,7 @@ struct ChannelReadTests {
         let file = try makeFile(patternBytes(100))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         let logs = [
             context.read(stream, length: .max),
             context.read(random, offset: 100, length: 10),
@@ -200,9 +194,7 @@ struct ChannelReadTests {
         defer { context.shutdown() }
         let (reader, writer) = try context.pipe()
         let file = try makeFile(patternBytes(10))
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("abc"))
         let logs = [context.read(stream, length: 0), context.read(random, offset: 4, length: 0)]
         for log in logs {
@@ -227,9 +219,7 @@ struct ChannelReadTests {
         defer { context.shutdown() }
         let (reader, writer) = try context.pipe()
         let file = try makeFile(patternBytes(3 * 1_048_576 + 17, seed: 9))
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
 
         // Round one: keep every rope.
         let first = patternBytes(200_000, seed: 1)

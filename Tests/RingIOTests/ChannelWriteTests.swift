@@ -61,9 +61,7 @@ struct ChannelWriteTests {
         defer { context.shutdown() }
         let (reader, writer) = try context.pipe()
         let file = try makeFile([])
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, writer, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, writer), (.randomAccess, file.fd))
         let logs = [context.write(stream, ByteRope()), context.write(random, offset: 10, ByteRope())]
         for log in logs {
             log.expectFinished()
