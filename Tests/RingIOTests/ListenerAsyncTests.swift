@@ -404,12 +404,7 @@ struct ListenerAsyncTests {
             let group = try RingLoopGroup(count: 2, entries: 64)
             let log = ListenerLog()
             let ringLog = ListenerLog()
-            var options = IOListener.Options()
-            options.reusePort = true
-            let onQueue = try IOAcceptor(
-                host: "127.0.0.1",
-                port: 0,
-                options: options,
+            let onQueue = try reusePortAcceptor(
                 group: group,
                 queue: DispatchQueue(label: "listener-async-tests"),
                 handler: log.handler

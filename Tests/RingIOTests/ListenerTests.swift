@@ -102,6 +102,18 @@ final class ListenerLog: Sendable {
     }
 }
 
+/// A listener on 127.0.0.1, port 0, with SO_REUSEPORT: one socket on each ring of `group`,
+/// `handler` on `queue`.
+func reusePortAcceptor(
+    group: RingLoopGroup,
+    queue: DispatchQueue,
+    handler: @escaping @Sendable (IOAcceptor.Event) -> Void
+) throws(Errno) -> IOAcceptor {
+    var options = IOListener.Options()
+    options.reusePort = true
+    return try IOAcceptor(host: "127.0.0.1", port: 0, options: options, group: group, queue: queue, handler: handler)
+}
+
 /// Closes `listener`, then every connection `log` recorded it accepting (and any accepted later).
 func stop(_ listener: IOAcceptor, _ log: ListenerLog) {
     listener.close()
@@ -370,16 +382,7 @@ struct ListenerOptionTests {
         defer { group.shutdown() }
         let queue = DispatchQueue(label: "listener-reuseport")
         let log = ListenerLog()
-        var options = IOListener.Options()
-        options.reusePort = true
-        let listener = try IOAcceptor(
-            host: "127.0.0.1",
-            port: 0,
-            options: options,
-            group: group,
-            queue: queue,
-            handler: log.handler
-        )
+        let listener = try reusePortAcceptor(group: group, queue: queue, handler: log.handler)
         defer {
             listener.close()
             log.closeAll()
@@ -400,12 +403,7 @@ struct ListenerOptionTests {
     func addressesAfterClose() throws {
         let group = try RingLoopGroup(count: 2, entries: 64)
         defer { group.shutdown() }
-        var options = IOListener.Options()
-        options.reusePort = true
-        let listener = try IOAcceptor(
-            host: "127.0.0.1",
-            port: 0,
-            options: options,
+        let listener = try reusePortAcceptor(
             group: group,
             queue: DispatchQueue(label: "listener-addresses"),
             handler: { _ in }
