@@ -50,14 +50,7 @@ struct ChannelGatherTests {
         let logs = (0..<sizes.count).map { _ in context.log() }
         let before = context.ring.counters.submissions
         context.ring.enqueue {
-            for (index, bytes) in data.enumerated() {
-                channel.write(
-                    offset: 0,
-                    data: ByteRope(copying: bytes),
-                    queue: context.ring,
-                    handler: logs[index].writeHandler
-                )
-            }
+            submitWrites(data, to: channel, logs: logs, queue: context.ring)
         }
         let received = readExactly(reader, sizes.reduce(0, +))
         for log in logs { #expect(log.waitForFinal()) }
@@ -90,14 +83,7 @@ struct ChannelGatherTests {
         let tail = gatherData(99, 1_000)
         context.ring.enqueue {
             leader.write(offset: 0, data: ByteRope(copying: big), queue: context.ring, handler: leaderLog.writeHandler)
-            for (index, bytes) in small.enumerated() {
-                riders.write(
-                    offset: 0,
-                    data: ByteRope(copying: bytes),
-                    queue: context.ring,
-                    handler: riderLogs[index].writeHandler
-                )
-            }
+            submitWrites(small, to: riders, logs: riderLogs, queue: context.ring)
             leader.write(offset: 0, data: ByteRope(copying: tail), queue: context.ring, handler: tailLog.writeHandler)
         }
         // The big write's first send fills the socket and returns short; its next one carries
@@ -130,5 +116,13 @@ struct ChannelGatherTests {
         // Cleanup handlers run once no channel is left on the descriptor (R23).
         leader.close()
         for cleanup in cleanups { cleanup.expectOnce(nil) }
+    }
+}
+
+/// Submits a write of each of `data` to `channel`, in order, with its handler on `queue`, each
+/// recorded by the log of the same index.
+private func submitWrites(_ data: [[UInt8]], to channel: IOChannel, logs: [OperationLog], queue: some IOQueue) {
+    for (index, bytes) in data.enumerated() {
+        channel.write(offset: 0, data: ByteRope(copying: bytes), queue: queue, handler: logs[index].writeHandler)
     }
 }
