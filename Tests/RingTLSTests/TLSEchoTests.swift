@@ -170,11 +170,7 @@ struct TLSEchoTests {
                 #expect(handshake.applicationProtocol == "http/1.1")
                 try await tls.write(ByteRope(copying: payload[..<100_000]))
                 try await tls.write(ByteRope(copying: payload[100_000...]))
-                tls.closeWrite()
-                var received: [UInt8] = []
-                for try await data in tls.reads() { received += Array(data) }
-                tls.close()
-                return received
+                return try await tls.closeWriteAndReadEcho()
             }
         }
         let received = try #require(outcome, "the client did not finish").get()
@@ -209,11 +205,7 @@ struct TLSEchoTests {
                 #expect(error?.code == .canceled, "\(String(describing: error))")
                 // The stream is intact: an echo still comes back whole.
                 try await tls.write(ByteRope(copying: bytes("after the cancellation")))
-                tls.closeWrite()
-                var received: [UInt8] = []
-                for try await data in tls.reads() { received += Array(data) }
-                tls.close()
-                return received
+                return try await tls.closeWriteAndReadEcho()
             }
         }
         let received = try #require(outcome, "the client did not finish").get()
@@ -432,4 +424,16 @@ func fragmentedRope(_ bytes: [UInt8]) -> ByteRope {
         step = step * 7 % 3_001 + 1
     }
     return rope
+}
+
+extension TLSStream {
+    /// Ends the writing side, reads everything the peer sends until the end of its stream, then
+    /// closes: what an echo gave back.
+    func closeWriteAndReadEcho() async throws -> [UInt8] {
+        self.closeWrite()
+        var received: [UInt8] = []
+        for try await data in self.reads() { received += Array(data) }
+        self.close()
+        return received
+    }
 }
