@@ -123,6 +123,26 @@ package final class ChannelContext: Sendable {
         )
     }
 
+    /// A path channel, with handlers on `queue`, and the log of its cleanup handler.
+    package func channelWithCleanup(
+        _ kind: IOChannel.Kind,
+        path: String,
+        mode: FileDescriptor.AccessMode,
+        options: FileDescriptor.OpenOptions = [],
+        permissions: FilePermissions? = nil
+    ) throws(Errno) -> (IOChannel, CleanupLog) {
+        let cleanup = self.cleanupLog()
+        let channel = try self.channel(
+            kind,
+            path: path,
+            mode: mode,
+            options: options,
+            permissions: permissions,
+            cleanup: cleanup
+        )
+        return (channel, cleanup)
+    }
+
     /// A channel made from `channel`, with handlers on `queue`.
     package func channel(_ kind: IOChannel.Kind, from channel: IOChannel, cleanup: CleanupLog) -> IOChannel {
         IOChannel(kind: kind, channel: channel, queue: self.queue, cleanupHandler: cleanup.handler)

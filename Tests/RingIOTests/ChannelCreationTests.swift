@@ -334,8 +334,11 @@ struct ChannelCreationTests {
         let directory = try TemporaryDirectory()
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(.stream, path: directory.file("missing"), mode: .readOnly, cleanup: cleanup)
+        let (channel, cleanup) = try context.channelWithCleanup(
+            .stream,
+            path: directory.file("missing"),
+            mode: .readOnly
+        )
         cleanup.expectOnce(.noSuchFileOrDirectory)
         context.expectReadAndWriteFail(channel, with: .noSuchFileOrDirectory, length: 10, data: "data")
         // Without O_CREAT nothing is created, and O_CREAT under a missing directory fails the same way.
@@ -366,8 +369,7 @@ struct ChannelCreationTests {
         let file = try directory.create("file", bytes("x"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(.randomAccess, path: file + "/child", mode: .readOnly, cleanup: cleanup)
+        let (channel, cleanup) = try context.channelWithCleanup(.randomAccess, path: file + "/child", mode: .readOnly)
         cleanup.expectOnce(.notDirectory)
         let read = context.read(channel, length: 10)
         read.expectFinished()
@@ -384,8 +386,7 @@ struct ChannelCreationTests {
         let directory = try TemporaryDirectory()
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(kind, path: directory.path, mode: .readOnly, cleanup: cleanup)
+        let (channel, cleanup) = try context.channelWithCleanup(kind, path: directory.path, mode: .readOnly)
         cleanup.expectOnce(.isDirectory)
         let read = context.read(channel, length: 10)
         read.expectFinished()
@@ -402,14 +403,12 @@ struct ChannelCreationTests {
         let path = directory.file("created")
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(
+        let (channel, cleanup) = try context.channelWithCleanup(
             .randomAccess,
             path: path,
             mode: .readWrite,
             options: .create,
-            permissions: .ownerReadWrite,
-            cleanup: cleanup
+            permissions: .ownerReadWrite
         )
         context.barrier()
         #expect(!cleanup.wasCalled)
@@ -434,14 +433,12 @@ struct ChannelCreationTests {
         let path = directory.file("opened-by-barrier")
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(
+        let (channel, cleanup) = try context.channelWithCleanup(
             .stream,
             path: path,
             mode: .writeOnly,
             options: .create,
-            permissions: .ownerReadWrite,
-            cleanup: cleanup
+            permissions: .ownerReadWrite
         )
         let seen = _Lock<CInt?>(nil)
         let ran = DispatchSemaphore(value: 0)
@@ -467,14 +464,12 @@ struct ChannelCreationTests {
         let path = try directory.create("exists", bytes("old"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(
+        let (channel, cleanup) = try context.channelWithCleanup(
             .stream,
             path: path,
             mode: .readWrite,
             options: [.create, .exclusiveCreate],
-            permissions: .ownerReadWrite,
-            cleanup: cleanup
+            permissions: .ownerReadWrite
         )
         let write = context.write(channel, rope("new"))
         write.expectFinished()
