@@ -81,6 +81,27 @@ package final class ChannelContext: Sendable {
         )
     }
 
+    /// A channel over `fd`, with handlers on `queue`, and the log of its cleanup handler: how
+    /// most channel tests begin.
+    package func channelWithCleanup(_ kind: IOChannel.Kind, _ fd: CInt) -> (IOChannel, CleanupLog) {
+        let cleanup = self.cleanupLog()
+        return (self.channel(kind, fd, cleanup: cleanup), cleanup)
+    }
+
+    /// Two channels, over `first`'s descriptor and `second`'s, with handlers on `queue`, and
+    /// their cleanup logs in that order.
+    package func channels(
+        _ first: (IOChannel.Kind, CInt),
+        _ second: (IOChannel.Kind, CInt)
+    ) -> (IOChannel, IOChannel, [CleanupLog]) {
+        let cleanups = [self.cleanupLog(), self.cleanupLog()]
+        return (
+            self.channel(first.0, first.1, cleanup: cleanups[0]),
+            self.channel(second.0, second.1, cleanup: cleanups[1]),
+            cleanups
+        )
+    }
+
     /// A path channel, with handlers on `queue`.
     package func channel(
         _ kind: IOChannel.Kind,
@@ -100,6 +121,26 @@ package final class ChannelContext: Sendable {
             ring: self.channelRing,
             cleanupHandler: cleanup.handler
         )
+    }
+
+    /// A path channel, with handlers on `queue`, and the log of its cleanup handler.
+    package func channelWithCleanup(
+        _ kind: IOChannel.Kind,
+        path: String,
+        mode: FileDescriptor.AccessMode,
+        options: FileDescriptor.OpenOptions = [],
+        permissions: FilePermissions? = nil
+    ) throws(Errno) -> (IOChannel, CleanupLog) {
+        let cleanup = self.cleanupLog()
+        let channel = try self.channel(
+            kind,
+            path: path,
+            mode: mode,
+            options: options,
+            permissions: permissions,
+            cleanup: cleanup
+        )
+        return (channel, cleanup)
     }
 
     /// A channel made from `channel`, with handlers on `queue`.
@@ -161,6 +202,24 @@ package final class ChannelContext: Sendable {
         let log = log ?? self.log()
         log.submitting { channel.write(offset: offset, data: data, queue: self.queue, handler: log.writeHandler) }
         return log
+    }
+
+    /// Submits a read of `length` bytes and a write of `data` to `channel`, and expects each to
+    /// end in one call with `error`: the read with no data, the write handing `data` back (a
+    /// channel that failed, or was closed).
+    package func expectReadAndWriteFail(
+        _ channel: IOChannel,
+        with error: Errno,
+        length: Int,
+        data: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let read = self.read(channel, length: length)
+        let write = self.write(channel, rope(data))
+        read.expectFinished(sourceLocation: sourceLocation)
+        write.expectFinished(sourceLocation: sourceLocation)
+        #expect(read.calls == [.failed(error)], sourceLocation: sourceLocation)
+        #expect(write.calls == [.failed(error, remaining: data)], sourceLocation: sourceLocation)
     }
 
     /// Waits until every job enqueued on the ring and on the dispatch queue so far has run.

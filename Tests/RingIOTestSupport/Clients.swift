@@ -31,6 +31,13 @@ package let ipv6LoopbackIsAvailable: Bool = {
     }
 }()
 
+extension Trait where Self == ConditionTrait {
+    /// Skips a test where the IPv6 loopback address (::1) cannot be bound.
+    package static var ipv6LoopbackAvailable: Self {
+        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
+    }
+}
+
 /// A TCP socket for `host` ("127.0.0.1" or "::1"), close-on-exec; -1 on error.
 package func clientSocket(_ host: String) -> CInt {
     socket(host.contains(":") ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

@@ -315,11 +315,16 @@ package func makeListener() throws -> (fd: CInt, address: sockaddr_in) {
     return (fd, address)
 }
 
-/// A connected pair of Unix stream sockets, close-on-exec.
-package func makeSocketPair() throws -> (CInt, CInt) {
+/// A connected pair of Unix sockets of `type` (stream unless told), close-on-exec.
+package func makeSocketPair(_ type: __socket_type = SOCK_STREAM) throws -> (CInt, CInt) {
     var fds: [CInt] = [-1, -1]
-    try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+    try #require(socketpair(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
     return (fds[0], fds[1])
+}
+
+/// Closes each of `fds`: what a test defers for the descriptors it made itself.
+package func closeAll(_ fds: CInt...) {
+    for fd in fds { close(fd) }
 }
 
 /// Writes all of `bytes` to `fd`, blocking.

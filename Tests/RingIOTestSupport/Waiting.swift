@@ -265,4 +265,11 @@ package final class Recorder<Element: Sendable>: Sendable {
     package init() {}
     package func append(_ item: Element) { self.items.withLock { $0.append(item) } }
     package var all: [Element] { self.items.withLock { $0 } }
+    package var count: Int { self.items.withLock { $0.count } }
+
+    /// Waits (polling, bounded) until at least `count` items are recorded. 20 s by default:
+    /// what is recorded may take handshakes, which a sanitizer makes slow.
+    package func wait(for count: Int, seconds: Double = 20) -> Bool {
+        eventually(seconds: seconds) { self.count >= count }
+    }
 }

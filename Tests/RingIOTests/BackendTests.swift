@@ -132,9 +132,7 @@ struct BackendTests {
     func sameWork(_ backend: RingLoop.Backend) throws {
         let ring = try RingLoop(entries: 64, backend: backend)
         defer { ring.shutdown() }
-        var pair: [CInt] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        let (local, peer) = (pair[0], pair[1])
+        let (local, peer) = try makeSocketPair()
         defer { close(peer) }
         let done = DispatchSemaphore(value: 0)
         let channel = IOChannel(kind: .stream, fileDescriptor: local, queue: ring) { _ in
@@ -206,9 +204,7 @@ struct BackendTests {
     func datagrams(_ backend: RingLoop.Backend) throws {
         let ring = try RingLoop(entries: 64, backend: backend)
         defer { ring.shutdown() }
-        var pair: [CInt] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0, &pair) == 0)
-        let (local, peer) = (pair[0], pair[1])
+        let (local, peer) = try makeSocketPair(SOCK_DGRAM)
         defer { close(peer) }
         // Queued before the read: one readiness edge for all of them.
         let messages = (0..<5).map { patternBytes(100 + $0, seed: $0) }

@@ -34,8 +34,7 @@ struct ChannelAsyncTests {
         defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let sent = patternBytes(300_000, seed: 30)
         DispatchQueue.global().async {
             for start in stride(from: 0, to: sent.count, by: 7_000) {
@@ -55,8 +54,7 @@ struct ChannelAsyncTests {
         let file = try makeFile(contents)
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         let outcome = Outcome(await bounded { try await collect(channel, offset: 1_000, length: 2_500_000) })
         #expect(outcome == .bytes(Array(contents[1_000..<2_501_000])), "\(outcome)")
         channel.close()
@@ -65,14 +63,11 @@ struct ChannelAsyncTests {
 
     @Test("D8 read(length:) returns everything up to length, or up to EOF", arguments: QueueKind.allCases)
     func readUpToLength(_ queue: QueueKind) async throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
-        let file = try makeFile(patternBytes(10_000, seed: 32))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(10_000, seed: 32))
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("hello"))
         // The rest once the read has taken "hello" and waits for more.
         startThread {
@@ -83,7 +78,7 @@ struct ChannelAsyncTests {
         let exact = Outcome(await bounded { Array(try await stream.read(length: 11)) })
         #expect(exact == .bytes(bytes("hello world")), "\(exact)")
         writeAll(writer, bytes("tail"))
-        close(writer)
+        context.close(writer)
         let toEnd = Outcome(await bounded { Array(try await stream.read(length: 100)) })
         #expect(toEnd == .bytes(bytes("tail")), "\(toEnd)")
         let fromFile = Outcome(await bounded { Array(try await random.read(offset: 9_000, length: 5_000)) })
@@ -95,15 +90,10 @@ struct ChannelAsyncTests {
 
     @Test("D8 write(_:) writes every byte", arguments: QueueKind.allCases)
     func writeAsync(_ queue: QueueKind) async throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let sent = patternBytes(600_000, seed: 33)
         let received = _Lock<[UInt8]?>(nil)
         DispatchQueue.global().async {
@@ -128,8 +118,7 @@ struct ChannelAsyncTests {
         let file = try makeFile(patternBytes(10_000, seed: 34))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         let patch = patternBytes(3_000, seed: 35)
         let written = Outcome(
             await bounded { try await channel.write(fragmentedRope(3_000, seed: 35, maxRegion: 700), offset: 4_000) }
@@ -150,13 +139,9 @@ struct ChannelAsyncTests {
         arguments: QueueKind.allCases
     )
     func errorsThrown(_ queue: QueueKind) async throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, _) = try context.socketPair()
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let closed = context.channel(.stream, left, cleanup: cleanups[0])
         closed.close()
@@ -176,15 +161,10 @@ struct ChannelAsyncTests {
         arguments: QueueKind.allCases
     )
     func cancelReads(_ queue: QueueKind) async throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let seen = _Lock<[UInt8]>([])
         let task = Task(executorPreference: testTaskExecutor) {
             for try await rope in channel.reads() {
@@ -204,15 +184,10 @@ struct ChannelAsyncTests {
 
     @Test("D8 cancelling the task stops read(length:): ECANCELED is thrown", arguments: QueueKind.allCases)
     func cancelRead(_ queue: QueueKind) async throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, _) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let task = Task(executorPreference: testTaskExecutor) { Array(try await channel.read(length: 100)) }
         // Suspended in the read by now: its submission has reached the ring.
         await ringBarrier(context.ring)

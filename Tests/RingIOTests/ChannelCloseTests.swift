@@ -26,15 +26,11 @@ struct ChannelCloseTests {
         arguments: QueueKind.allCases
     )
     func ringShutdownClosesOpenChannels(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
-        let directory = try TemporaryDirectory()
-        let path = try directory.create("file", bytes("contents"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, _) = try context.socketPair()
+        let directory = try TemporaryDirectory()
+        let path = try directory.create("file", bytes("contents"))
         let streamCleanup = context.cleanupLog()
         let stream = context.channel(.stream, left, cleanup: streamCleanup)
         let fileCleanup = context.cleanupLog()
@@ -71,27 +67,17 @@ struct ChannelCloseTests {
         arguments: QueueKind.allCases
     )
     func closeLetsOperationsFinish(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let warmUp = context.write(channel, rope("up"))
         warmUp.expectFinished()
         #expect(channel.fileDescriptor == left)
         let read = context.read(channel, length: 5)
         let write = context.write(channel, rope("queued"))
         channel.close()
-        let lateRead = context.read(channel, length: 5)
-        let lateWrite = context.write(channel, rope("late"))
-        lateRead.expectFinished()
-        lateWrite.expectFinished()
-        #expect(lateRead.calls == [.failed(.canceled)])
-        #expect(lateWrite.calls == [.failed(.canceled, remaining: "late")])
+        context.expectReadAndWriteFail(channel, with: .canceled, length: 5, data: "late")
         write.expectFinished()
         #expect(write.calls == [.written])
         #expect(readExactly(right, 8) == bytes("upqueued"))
@@ -108,15 +94,10 @@ struct ChannelCloseTests {
         arguments: QueueKind.allCases
     )
     func stopCancels(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 1_000)
         let inFlight = context.read(channel, length: .max)
         let queued = context.read(channel, length: 10)
@@ -135,13 +116,9 @@ struct ChannelCloseTests {
 
     @Test("R54 stop leaves the other channels on the descriptor alone", arguments: QueueKind.allCases)
     func stopIsPerChannel(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let stoppedCleanup = context.cleanupLog()
         let otherCleanup = context.cleanupLog()
         let stopped = context.channel(.stream, reader, cleanup: stoppedCleanup)
@@ -164,15 +141,10 @@ struct ChannelCloseTests {
 
     @Test("R54 R40 a stopped write hands back exactly what it did not write", arguments: QueueKind.allCases)
     func stoppedWriteAccounting(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, writer, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
         let sent = patternBytes(1_048_576, seed: 16)
         let write = context.write(channel, fragmentedRope(sent.count, seed: 16, maxRegion: 50_000))
         try #require(waitUntilFull(pipe: reader))
@@ -195,15 +167,10 @@ struct ChannelCloseTests {
         arguments: QueueKind.allCases
     )
     func stopAfterClose(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, _) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let read = context.read(channel, length: .max)
         channel.close()
         channel.close()
@@ -220,15 +187,10 @@ struct ChannelCloseTests {
 
     @Test("R55 close after stop is a no-op, and reads after stop get ECANCELED", arguments: QueueKind.allCases)
     func closeAfterStop(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         channel.close(flags: .stop)
         channel.close()
         writeAll(right, bytes("ignored"))
@@ -250,14 +212,10 @@ struct ChannelCloseTests {
         var outcomes = (readDone: 0, readCanceled: 0, writeDone: 0, writeCanceled: 0)
         for round in 0..<150 {
             let (left, right) = try makeSocketPair()
-            defer {
-                close(left)
-                close(right)
-            }
+            defer { closeAll(left, right) }
             let incoming = patternBytes(96, seed: round)
             let outgoing = patternBytes(round % 3 == 0 ? 600_000 : 3_000, seed: round + 1)
-            let cleanup = context.cleanupLog()
-            let channel = context.channel(.stream, left, cleanup: cleanup)
+            let (channel, cleanup) = context.channelWithCleanup(.stream, left)
             if round % 2 == 0 { writeAll(right, incoming) }
             let read = context.read(channel, length: incoming.count)
             let write = context.write(channel, fragmentedRope(outgoing.count, seed: round + 1))
@@ -316,8 +274,7 @@ struct ChannelCloseTests {
         defer { context.shutdown() }
         var failures: [String] = []
         for round in 0..<60 {
-            let cleanup = context.cleanupLog()
-            let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+            let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
             channel.setLimit(highWater: 65_536)
             let offset = Int64(round * 1_000)
             let read = context.read(channel, offset: offset, length: .max)
@@ -350,16 +307,10 @@ struct ChannelCloseTests {
         arguments: QueueKind.allCases
     )
     func barrierWaitsForOperations(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let reading = context.channel(.stream, left, cleanup: cleanups[0])
-        let other = context.channel(.stream, left, cleanup: cleanups[1])
+        let (left, right) = try context.socketPair()
+        let (reading, other, cleanups) = context.channels((.stream, left), (.stream, left))
         let read = context.read(reading, length: 5)
         let ran = Counter()
         let inCall = Atomic<Bool>(true)
@@ -387,8 +338,7 @@ struct ChannelCloseTests {
         let file = try makeFile([])
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, file.fd)
         let sizeInBarrier = _Lock<Int?>(nil)
         let fd = file.fd
         let writeSubmitted = DispatchSemaphore(value: 0)
@@ -420,9 +370,7 @@ struct ChannelCloseTests {
         let file = try makeFile([])
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let writing = context.channel(.stream, file.fd, cleanup: cleanups[0])
-        let other = context.channel(.stream, file.fd, cleanup: cleanups[1])
+        let (writing, other, cleanups) = context.channels((.stream, file.fd), (.stream, file.fd))
         let big = patternBytes(2 * 1_048_576 + 3, seed: 18)
         let write = context.write(writing, ByteRope(copying: big))
         let seen = _Lock<[UInt8]?>(nil)
@@ -445,8 +393,7 @@ struct ChannelCloseTests {
         let file = try makeFile(bytes("0123456789ABCDEF"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, file.fd)
         let fd = file.fd
         channel.barrier { _ = lseek(fd, 10, SEEK_SET) }
         let read = context.read(channel, length: 3)

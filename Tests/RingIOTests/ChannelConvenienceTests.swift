@@ -54,12 +54,11 @@ func writeOnceToPipeWithoutReader(_ queue: QueueKind) throws {
 struct ChannelConvenienceTests {
     @Test("R77 a one-shot read: one call with everything read; at EOF (empty, nil)", arguments: QueueKind.allCases)
     func readOnce(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         writeAll(writer, bytes("hello"))
-        close(writer)
+        context.close(writer)
         let first = context.readOnce(reader, maxLength: 100)
         first.expectOneCall()
         #expect(first.calls == [HandlerCall(true, "hello")])
@@ -79,13 +78,9 @@ struct ChannelConvenienceTests {
 
     @Test("R77 a one-shot write: (nil, nil), and the peer gets every byte", arguments: QueueKind.allCases)
     func writeOnce(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, right) = try context.socketPair()
         let sent = patternBytes(500_000, seed: 28)
         let received = _Lock<[UInt8]>([])
         let readerDone = DispatchSemaphore(value: 0)
@@ -114,13 +109,9 @@ struct ChannelConvenienceTests {
         arguments: QueueKind.allCases
     )
     func readWhatIsAvailable(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         writeAll(writer, bytes("some"))
         let read = context.readOnce(reader, maxLength: 1_000)
         read.expectOneCall()
@@ -166,16 +157,11 @@ struct ChannelConvenienceTests {
         arguments: QueueKind.allCases
     )
     func handlerNotDeferred(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         // A channel stays open on the descriptor the whole time.
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let first = context.readOnce(reader, maxLength: 100)
         let second = context.readOnce(reader, maxLength: 100)
         writeAll(writer, bytes("one"))
@@ -192,13 +178,9 @@ struct ChannelConvenienceTests {
 
     @Test("R81 one-shot writes on one descriptor are performed in submission order", arguments: QueueKind.allCases)
     func writesInOrder(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         var expected: [UInt8] = []
         var writes: [ConvenienceLog] = []
         for index in 0..<320 {

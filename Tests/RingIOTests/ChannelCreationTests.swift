@@ -23,15 +23,10 @@ struct ChannelCreationTests {
 
     @Test("R20 creation returns at once; a read submitted right away is served", arguments: QueueKind.allCases)
     func readRightAfterCreation(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let read = context.read(channel, length: 5)
         writeAll(writer, bytes("hello"))
         read.expectFinished()
@@ -91,8 +86,7 @@ struct ChannelCreationTests {
     func badDescriptor(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, descriptorThatIsNeverOpen(), cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, descriptorThatIsNeverOpen())
         // Submitted before the failure can have been noticed, and after.
         let early = context.read(channel, length: 10)
         cleanup.expectOnce(.badFileDescriptor)
@@ -122,12 +116,7 @@ struct ChannelCreationTests {
         let cleanup = context.cleanupLog()
         let channel = context.channel(kind, fd, cleanup: cleanup)
         cleanup.expectOnce(.isDirectory)
-        let read = context.read(channel, length: 10)
-        let write = context.write(channel, rope("data"))
-        read.expectFinished()
-        write.expectFinished()
-        #expect(read.calls == [.failed(.isDirectory)])
-        #expect(write.calls == [.failed(.isDirectory, remaining: "data")])
+        context.expectReadAndWriteFail(channel, with: .isDirectory, length: 10, data: "data")
         channel.close()
     }
 
@@ -137,20 +126,13 @@ struct ChannelCreationTests {
         QueueKind.allCases
     )
     func randomAccessRefused(_ endpointKind: EndpointKind, _ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(endpointKind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(endpointKind)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, endpoint.local)
         cleanup.expectOnce(.illegalSeek)
         endpoint.send(bytes("ready"))
-        let read = context.read(channel, length: 5)
-        let write = context.write(channel, rope("data"))
-        read.expectFinished()
-        write.expectFinished()
-        #expect(read.calls == [.failed(.illegalSeek)])
-        #expect(write.calls == [.failed(.illegalSeek, remaining: "data")])
+        context.expectReadAndWriteFail(channel, with: .illegalSeek, length: 5, data: "data")
         // Nothing was read: the bytes are still there.
         #expect(readAvailable(endpoint.local) == bytes("ready"))
         channel.close()
@@ -163,15 +145,10 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func cleanupAfterClose(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, _) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let write = context.write(channel, rope("x"))
         write.expectFinished()
         context.barrier()
@@ -185,13 +162,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func cleanupWaitsForSiblings(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, _) = try context.pipe()
         let firstCleanup = context.cleanupLog()
         let secondCleanup = context.cleanupLog()
         let first = context.channel(.stream, reader, cleanup: firstCleanup)
@@ -210,10 +183,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func cleanupWaitsForOperations(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let read = context.log()
         let finalSeenFirst = _Lock<Bool?>(nil)
         let cleanup = CleanupLog(
@@ -229,7 +201,7 @@ struct ChannelCreationTests {
         #expect(read.calls.isEmpty)
         #expect(!cleanup.wasCalled, "a read is still in flight")
         writeAll(writer, bytes("late"))
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("late"), .eof])
         cleanup.expectOnce(nil)
@@ -238,15 +210,10 @@ struct ChannelCreationTests {
 
     @Test("R23 a convenience read on the descriptor holds the cleanup handler back", arguments: QueueKind.allCases)
     func cleanupWaitsForConvenienceRead(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let oneShot = context.convenienceLog()
         oneShot.submitting {
             IOChannel.read(
@@ -270,13 +237,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func dropWithoutClose(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, _) = try context.socketPair()
         let cleanup = context.cleanupLog()
         do {
             let channel = context.channel(.stream, left, cleanup: cleanup)
@@ -287,13 +250,9 @@ struct ChannelCreationTests {
 
     @Test("R-S3 a pending operation keeps a dropped channel alive until it completes", arguments: QueueKind.allCases)
     func pendingOperationKeepsChannel(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, right) = try context.socketPair()
         let cleanup = context.cleanupLog()
         let read: OperationLog
         do {
@@ -311,15 +270,10 @@ struct ChannelCreationTests {
 
     @Test("R25 a descriptor channel never closes its descriptor", arguments: QueueKind.allCases)
     func descriptorStaysOpen(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         context.write(channel, rope("one")).expectFinished()
         channel.close(flags: .stop)
         cleanup.expectOnce(nil)
@@ -339,12 +293,8 @@ struct ChannelCreationTests {
         for round in 0..<100 {
             // Closed and reopened each round: the kernel hands out the same numbers again.
             let (reader, writer) = try makePipe()
-            defer {
-                close(reader)
-                close(writer)
-            }
-            let cleanup = context.cleanupLog()
-            let channel = context.channel(.stream, reader, cleanup: cleanup)
+            defer { closeAll(reader, writer) }
+            let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
             if round % 3 == 0 { channel.setLimit(lowWater: 1_000) }
             let read = context.read(channel, length: 3)
             writeAll(writer, bytes("abc"))
@@ -384,15 +334,13 @@ struct ChannelCreationTests {
         let directory = try TemporaryDirectory()
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(.stream, path: directory.file("missing"), mode: .readOnly, cleanup: cleanup)
+        let (channel, cleanup) = try context.channelWithCleanup(
+            .stream,
+            path: directory.file("missing"),
+            mode: .readOnly
+        )
         cleanup.expectOnce(.noSuchFileOrDirectory)
-        let read = context.read(channel, length: 10)
-        let write = context.write(channel, rope("data"))
-        read.expectFinished()
-        write.expectFinished()
-        #expect(read.calls == [.failed(.noSuchFileOrDirectory)])
-        #expect(write.calls == [.failed(.noSuchFileOrDirectory, remaining: "data")])
+        context.expectReadAndWriteFail(channel, with: .noSuchFileOrDirectory, length: 10, data: "data")
         // Without O_CREAT nothing is created, and O_CREAT under a missing directory fails the same way.
         #expect(contentsOfFile(directory.file("missing")) == nil)
         let deeper = context.cleanupLog()
@@ -421,8 +369,7 @@ struct ChannelCreationTests {
         let file = try directory.create("file", bytes("x"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(.randomAccess, path: file + "/child", mode: .readOnly, cleanup: cleanup)
+        let (channel, cleanup) = try context.channelWithCleanup(.randomAccess, path: file + "/child", mode: .readOnly)
         cleanup.expectOnce(.notDirectory)
         let read = context.read(channel, length: 10)
         read.expectFinished()
@@ -439,8 +386,7 @@ struct ChannelCreationTests {
         let directory = try TemporaryDirectory()
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(kind, path: directory.path, mode: .readOnly, cleanup: cleanup)
+        let (channel, cleanup) = try context.channelWithCleanup(kind, path: directory.path, mode: .readOnly)
         cleanup.expectOnce(.isDirectory)
         let read = context.read(channel, length: 10)
         read.expectFinished()
@@ -457,14 +403,12 @@ struct ChannelCreationTests {
         let path = directory.file("created")
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(
+        let (channel, cleanup) = try context.channelWithCleanup(
             .randomAccess,
             path: path,
             mode: .readWrite,
             options: .create,
-            permissions: .ownerReadWrite,
-            cleanup: cleanup
+            permissions: .ownerReadWrite
         )
         context.barrier()
         #expect(!cleanup.wasCalled)
@@ -489,14 +433,12 @@ struct ChannelCreationTests {
         let path = directory.file("opened-by-barrier")
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(
+        let (channel, cleanup) = try context.channelWithCleanup(
             .stream,
             path: path,
             mode: .writeOnly,
             options: .create,
-            permissions: .ownerReadWrite,
-            cleanup: cleanup
+            permissions: .ownerReadWrite
         )
         let seen = _Lock<CInt?>(nil)
         let ran = DispatchSemaphore(value: 0)
@@ -522,14 +464,12 @@ struct ChannelCreationTests {
         let path = try directory.create("exists", bytes("old"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = try context.channel(
+        let (channel, cleanup) = try context.channelWithCleanup(
             .stream,
             path: path,
             mode: .readWrite,
             options: [.create, .exclusiveCreate],
-            permissions: .ownerReadWrite,
-            cleanup: cleanup
+            permissions: .ownerReadWrite
         )
         let write = context.write(channel, rope("new"))
         write.expectFinished()
@@ -647,13 +587,9 @@ struct ChannelCreationTests {
         arguments: QueueKind.allCases
     )
     func fromClosedChannel(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, _) = try context.socketPair()
         let sourceCleanup = context.cleanupLog()
         let source = context.channel(.stream, left, cleanup: sourceCleanup)
         source.close()

@@ -35,9 +35,7 @@ struct ChannelErrorTests {
         defer { close(fd) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let reading = context.channel(.stream, fd, cleanup: cleanups[0])
-        let writing = context.channel(.stream, fd, cleanup: cleanups[1])
+        let (reading, writing, cleanups) = context.channels((.stream, fd), (.stream, fd))
         let read = context.read(reading, length: 10)
         read.expectFinished()
         #expect(read.calls == [.failed(.badFileDescriptor)])
@@ -58,16 +56,10 @@ struct ChannelErrorTests {
 
     @Test("R65 EBADF ends the operations in flight on every channel of the descriptor", arguments: QueueKind.allCases)
     func badDescriptorEndsOutstanding(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let writing = context.channel(.stream, writer, cleanup: cleanups[0])
-        let other = context.channel(.stream, writer, cleanup: cleanups[1])
+        let (reader, writer) = try context.pipe()
+        let (writing, other, cleanups) = context.channels((.stream, writer), (.stream, writer))
         let sent = patternBytes(1_048_576, seed: 20)
         let blocked = context.write(writing, ByteRope(copying: sent))
         try #require(waitUntilFull(pipe: reader))
@@ -133,12 +125,10 @@ struct ChannelErrorTests {
         QueueKind.allCases
     )
     func peerCloseIsEndOfFile(_ endpointKind: EndpointKind, _ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(endpointKind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(endpointKind)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, endpoint.local)
         channel.setLimit(lowWater: 100)
         let read = context.read(channel, length: .max)
         endpoint.send(bytes("tail"))
@@ -164,8 +154,7 @@ struct ChannelErrorTests {
         defer { close(client) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, client, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, client)
         let read = context.read(channel, length: .max)
         let sent = patternBytes(10_000, seed: 22)
         writeAll(server, sent)
@@ -196,8 +185,7 @@ func writeToClosedSocket(_ queue: QueueKind) throws {
     close(right)
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, left, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, left)
     let sent = patternBytes(100_000, seed: 23)
     let write = context.write(channel, ByteRope(copying: sent))
     write.expectFinished()
@@ -218,8 +206,7 @@ func writeToClosedTCPPeer(_ queue: QueueKind) throws {
     close(server)
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, client, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, client)
     var errors: [Errno?] = []
     // The first write may be accepted before the peer's reset arrives.
     for round in 0..<20 {
@@ -254,8 +241,7 @@ func writeToPipeWithoutReader(_ queue: QueueKind, fifo: Bool) throws {
     defer { close(writer) }
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, writer, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
 
     let sent = patternBytes(1_048_576, seed: 24)
     let blocked = context.write(channel, fragmentedRope(sent.count, seed: 24, maxRegion: 100_000))
@@ -285,8 +271,7 @@ func resetMidLargeWrite(_ queue: QueueKind) throws {
     defer { close(client) }
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let cleanup = context.cleanupLog()
-    let channel = context.channel(.stream, client, cleanup: cleanup)
+    let (channel, cleanup) = context.channelWithCleanup(.stream, client)
     let sent = patternBytes(32 * 1_048_576, seed: 25)
     let write = context.write(channel, ByteRope(copying: sent))
     try #require(eventually { pendingBytes(server) > 0 })
@@ -306,16 +291,15 @@ func resetMidLargeWrite(_ queue: QueueKind) throws {
 /// Closing the descriptor under a pending read: the next operation finds EBADF, which
 /// poisons the descriptor and ends the pending read too.
 func closeUnderPendingRead(_ queue: QueueKind) throws {
-    let (left, right) = try makeSocketPair()
-    defer { close(right) }
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
+    let (left, right) = try context.socketPair()
     let cleanups = [context.cleanupLog(), context.cleanupLog()]
     let channel = context.channel(.stream, left, cleanup: cleanups[0])
     let sibling = context.channel(.stream, from: channel, cleanup: cleanups[1])
     let pending = context.read(channel, length: 10)
     context.barrier()
-    close(left)
+    context.close(left)
     let write = context.write(sibling, rope("x"))
     write.expectFinished()
     pending.expectFinished()

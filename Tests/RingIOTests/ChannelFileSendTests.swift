@@ -122,6 +122,14 @@ private final class SendFixture {
     }
 }
 
+/// A TCP pair whose client end, the test's, gives up a blocking read after 10 s; `server` is
+/// for the channel.
+private func tcpPairForSending() throws -> (client: CInt, server: CInt) {
+    let (client, server) = try makeTCPPair()
+    setReceiveTimeout(client, seconds: 10)
+    return (client, server)
+}
+
 /// Writes `bytes` to the channel and waits (bounded) for the final call.
 private func writeAndWait(_ channel: IOChannel, _ bytes: String, queue: DispatchQueue) -> Errno?? {
     let result = _Lock<Errno??>(nil)
@@ -168,12 +176,8 @@ struct ChannelFileSendTests {
     func rangeToTCP(size: Int) throws {
         let contents = patternBytes(size + 100, seed: size % 251)
         let file = try makeFile(contents)
-        let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
-        setReceiveTimeout(client, seconds: 10)
+        let (client, server) = try tcpPairForSending()
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 50, length: size)
         let received = readExactly(client, size)
@@ -190,10 +194,7 @@ struct ChannelFileSendTests {
         let contents = patternBytes(200_000, seed: 4)
         let file = try makeFile(contents)
         let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
+        defer { closeAll(reader, writer) }
         let fixture = try SendFixture(fd: writer)
         let head = _Lock<Errno??>(nil)
         let tail = _Lock<Errno??>(nil)
@@ -217,12 +218,8 @@ struct ChannelFileSendTests {
     func shortFile() throws {
         let contents = patternBytes(10_000, seed: 5)
         let file = try makeFile(contents)
-        let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
-        setReceiveTimeout(client, seconds: 10)
+        let (client, server) = try tcpPairForSending()
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 1_000, length: 50_000)
         expectSameBytes(readExactly(client, 9_000), Array(contents[1_000...]))
@@ -238,10 +235,7 @@ struct ChannelFileSendTests {
         let length = 16 << 20
         let file = try makeFile(patternBytes(length, seed: 6))
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let log = fixture.send(file.fd, offset: 0, length: length)
         // The socket buffers fill and the splice waits; then the channel is stopped.
@@ -259,10 +253,7 @@ struct ChannelFileSendTests {
         let contents = patternBytes(6 << 20, seed: 7)
         let file = try makeFile(contents)
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         try #require(fcntl(server, F_SETFL, fcntl(server, F_GETFL) | O_NONBLOCK) == 0)
         setReceiveTimeout(client, seconds: 10)
         let fixture = try SendFixture(fd: server)
@@ -278,12 +269,8 @@ struct ChannelFileSendTests {
     func manySends() throws {
         let contents = patternBytes(70_000, seed: 8)
         let file = try makeFile(contents)
-        let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
-        setReceiveTimeout(client, seconds: 10)
+        let (client, server) = try tcpPairForSending()
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         var logs: [SendLog] = []
         for round in 0..<20 { logs.append(fixture.send(file.fd, offset: Int64(round), length: 60_000)) }
@@ -340,10 +327,7 @@ struct ChannelFileSendTests {
         try #require(writeOnly >= 0)
         defer { close(writeOnly) }
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let final = fixture.send(writeOnly, offset: 0, length: 5_000).final()
         #expect(final == SendLog.Call(done: true, remaining: 5_000, error: .badFileDescriptor))
@@ -362,12 +346,8 @@ struct ChannelFileSendTests {
         let source = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: sourceRing) { _ in
         }
         #expect(source.fileDescriptor == -1)  // not opened yet (R27)
-        let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
-        setReceiveTimeout(client, seconds: 10)
+        let (client, server) = try tcpPairForSending()
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         fixture.channel.write(offset: 0, data: rope("head"), queue: fixture.queue) { _, _, _ in }
         let log = fixture.send(from: source, offset: 1_000, length: 250_000)
@@ -385,12 +365,8 @@ struct ChannelFileSendTests {
         let contents = patternBytes(100_000, seed: 13)
         let file = try makeFile(contents)
         try #require(lseek(file.fd, 10_000, SEEK_SET) == 10_000)
-        let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
-        setReceiveTimeout(client, seconds: 10)
+        let (client, server) = try tcpPairForSending()
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         // Its base is the position at creation: offset 5,000 is byte 15,000 of the file.
         let source = IOChannel(kind: .randomAccess, fileDescriptor: file.fd, queue: fixture.ring) { _ in }
@@ -406,10 +382,7 @@ struct ChannelFileSendTests {
         let directory = try TemporaryDirectory()
         let path = try directory.create("source.bin", patternBytes(1_000))
         let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
+        defer { closeAll(client, server) }
         let fixture = try SendFixture(fd: server)
         let closed = try IOChannel(kind: .randomAccess, path: FilePath(path), mode: .readOnly, queue: fixture.ring) {
             _ in
@@ -458,12 +431,8 @@ struct ChannelFileSendTests {
         let contents = patternBytes(300_000, seed: 10)
         let file = try makeFile(contents)
         let fd = file.fd
-        let (client, server) = try makeTCPPair()
-        defer {
-            close(client)
-            close(server)
-        }
-        setReceiveTimeout(client, seconds: 10)
+        let (client, server) = try tcpPairForSending()
+        defer { closeAll(client, server) }
         let ring = try RingLoop()
         defer { ring.shutdown() }
         let channel = IOChannel(kind: .stream, fileDescriptor: server, queue: ring) { _ in }

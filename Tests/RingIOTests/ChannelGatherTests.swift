@@ -39,14 +39,10 @@ struct ChannelGatherTests {
         default:
             (writer, reader) = try makeSocketPair()
         }
-        defer {
-            close(writer)
-            close(reader)
-        }
+        defer { closeAll(writer, reader) }
         let context = try ChannelContext(.ring)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, writer, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
         // A first write larger than the kernel buffers: its send returns short while the
         // peer is not reading, and everything queued behind it waits.
         let sizes = [4 << 20] + (1...200).map { 1 + ($0 * 37) % 500 }
@@ -54,14 +50,7 @@ struct ChannelGatherTests {
         let logs = (0..<sizes.count).map { _ in context.log() }
         let before = context.ring.counters.submissions
         context.ring.enqueue {
-            for (index, bytes) in data.enumerated() {
-                channel.write(
-                    offset: 0,
-                    data: ByteRope(copying: bytes),
-                    queue: context.ring,
-                    handler: logs[index].writeHandler
-                )
-            }
+            submitWrites(data, to: channel, logs: logs, queue: context.ring)
         }
         let received = readExactly(reader, sizes.reduce(0, +))
         for log in logs { #expect(log.waitForFinal()) }
@@ -80,17 +69,12 @@ struct ChannelGatherTests {
     @Test("writes stopped while they ride another's send: exact accounting, the rest goes on")
     func ridersStopped() throws {
         let (writer, reader) = try makeSocketPair()
-        defer {
-            close(writer)
-            close(reader)
-        }
+        defer { closeAll(writer, reader) }
         let context = try ChannelContext(.ring)
         defer { context.shutdown() }
         // Two channels on one descriptor share its write lane: the first's big write leads,
         // the second's small writes wait behind it and ride its sends; then the second stops.
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let leader = context.channel(.stream, writer, cleanup: cleanups[0])
-        let riders = context.channel(.stream, writer, cleanup: cleanups[1])
+        let (leader, riders, cleanups) = context.channels((.stream, writer), (.stream, writer))
         let big = gatherData(0, 900 << 10)  // one buffer (R49): riders may join its sends
         let small = (1...50).map { gatherData($0, 100 + $0) }
         let leaderLog = context.log()
@@ -99,14 +83,7 @@ struct ChannelGatherTests {
         let tail = gatherData(99, 1_000)
         context.ring.enqueue {
             leader.write(offset: 0, data: ByteRope(copying: big), queue: context.ring, handler: leaderLog.writeHandler)
-            for (index, bytes) in small.enumerated() {
-                riders.write(
-                    offset: 0,
-                    data: ByteRope(copying: bytes),
-                    queue: context.ring,
-                    handler: riderLogs[index].writeHandler
-                )
-            }
+            submitWrites(small, to: riders, logs: riderLogs, queue: context.ring)
             leader.write(offset: 0, data: ByteRope(copying: tail), queue: context.ring, handler: tailLog.writeHandler)
         }
         // The big write's first send fills the socket and returns short; its next one carries
@@ -139,5 +116,13 @@ struct ChannelGatherTests {
         // Cleanup handlers run once no channel is left on the descriptor (R23).
         leader.close()
         for cleanup in cleanups { cleanup.expectOnce(nil) }
+    }
+}
+
+/// Submits a write of each of `data` to `channel`, in order, with its handler on `queue`, each
+/// recorded by the log of the same index.
+private func submitWrites(_ data: [[UInt8]], to channel: IOChannel, logs: [OperationLog], queue: some IOQueue) {
+    for (index, bytes) in data.enumerated() {
+        channel.write(offset: 0, data: ByteRope(copying: bytes), queue: queue, handler: logs[index].writeHandler)
     }
 }

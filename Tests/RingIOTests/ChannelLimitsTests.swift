@@ -25,12 +25,10 @@ struct ChannelLimitsTests {
         QueueKind.allCases
     )
     func deliverAsDataArrives(_ endpointKind: EndpointKind, _ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(endpointKind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(endpointKind)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, endpoint.local)
         let read = context.read(channel, length: .max)
         for (index, piece) in ["abc", "defgh", "ij"].enumerated() {
             endpoint.send(bytes(piece))
@@ -54,9 +52,7 @@ struct ChannelLimitsTests {
         defer { close(zero) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, file.fd, cleanup: cleanups[0])
-        let device = context.channel(.stream, zero, cleanup: cleanups[1])
+        let (stream, device, cleanups) = context.channels((.stream, file.fd), (.stream, zero))
         let fromFile = context.read(stream, length: .max)
         let fromDevice = context.read(device, length: size)
         fromFile.expectFinished()
@@ -85,15 +81,10 @@ struct ChannelLimitsTests {
         length: Int,
         configure: (IOChannel) -> Void
     ) throws -> [HandlerCall] {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         configure(channel)
         writeAll(writer, bytes(contents))
         let read = context.read(channel, length: length)
@@ -129,12 +120,10 @@ struct ChannelLimitsTests {
 
     @Test("R45 low water Int.max: no partial deliveries at all", arguments: QueueKind.allCases)
     func lowWaterMax(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: .max)
         let exact = context.read(channel, length: 30)
         let toEnd = context.read(channel, length: .max)
@@ -144,7 +133,7 @@ struct ChannelLimitsTests {
             try #require(eventually { pendingBytes(reader) == 0 })
             context.barrier()
         }
-        close(writer)
+        context.close(writer)
         exact.expectFinished()
         toEnd.expectFinished()
         #expect(exact.calls == [.done("aaaaaaaaaabbbbbbbbbbcccccccccc")])
@@ -158,15 +147,10 @@ struct ChannelLimitsTests {
         arguments: QueueKind.allCases
     )
     func limitsSnapshotted(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         let before = context.read(channel, length: 6)
         channel.setLimit(highWater: 1)
         let after = context.read(channel, length: 3)
@@ -184,10 +168,9 @@ struct ChannelLimitsTests {
     func highWaterBoundsDeliveries(_ queue: QueueKind) throws {
         let contents = patternBytes(40_000, seed: 14)
         let file = try makeFile(contents)
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[0])
         random.setLimit(highWater: 4_096)
@@ -201,7 +184,7 @@ struct ChannelLimitsTests {
         let fromPipe = context.read(stream, length: .max)
         let sent = patternBytes(100_000, seed: 15)
         writeAll(writer, sent)
-        close(writer)
+        context.close(writer)
         fromPipe.expectFinished()
         expectSameBytes(fromPipe.bytes, sent)
         let sizes = fromPipe.calls.map { $0.bytes?.count ?? 0 }
@@ -213,12 +196,10 @@ struct ChannelLimitsTests {
 
     @Test("R48 with low water 6, small arrivals are merged until they reach it", arguments: QueueKind.allCases)
     func lowWaterMerges(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 6)
         let read = context.read(channel, length: .max)
         writeAll(writer, bytes("abc"))
@@ -229,7 +210,7 @@ struct ChannelLimitsTests {
         writeAll(writer, bytes("ij"))
         context.barrier()
         #expect(read.calls == [.more("abcdefgh")])
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("abcdefgh"), .more("ij"), .eof])
         channel.close()
@@ -241,12 +222,10 @@ struct ChannelLimitsTests {
         arguments: QueueKind.allCases
     )
     func strictInterval(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(20), flags: .strict)
         let read = OperationLog(onQueue: { context.isOnQueue }, allowsEmptyIntermediates: true)
@@ -255,7 +234,7 @@ struct ChannelLimitsTests {
         #expect(read.waitForBytes(3), "3 bytes below low water were never delivered by the strict interval")
         let afterData = read.calls.count
         #expect(read.waitForCalls(afterData + 2), "no empty ticks while nothing arrives")
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         let calls = read.calls
         #expect(calls.contains(.more("abc")))
@@ -269,12 +248,10 @@ struct ChannelLimitsTests {
 
     @Test("R51 a non-strict interval adds no delivery below low water", arguments: QueueKind.allCases)
     func nonStrictInterval(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(20))
         let read = context.read(channel, length: .max)
@@ -284,7 +261,7 @@ struct ChannelLimitsTests {
         #expect(read.calls.isEmpty, "a delivery below low water: \(read.calls)")
         writeAll(writer, [UInt8](repeating: UInt8(ascii: "z"), count: 97))
         #expect(read.waitForCalls(1))
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("abc" + String(repeating: "z", count: 97)), .eof])
         channel.close()
@@ -293,12 +270,10 @@ struct ChannelLimitsTests {
 
     @Test("R50 an interval of zero turns the timer off, even strict", arguments: QueueKind.allCases)
     func zeroInterval(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 100)
         channel.setInterval(.milliseconds(10), flags: .strict)
         channel.setInterval(.zero, flags: .strict)
@@ -307,7 +282,7 @@ struct ChannelLimitsTests {
         // Three of the replaced 10 ms intervals go by on the ring's clock.
         context.waitForTimers(after: .milliseconds(30))
         #expect(read.calls.isEmpty, "calls: \(read.calls)")
-        close(writer)
+        context.close(writer)
         read.expectFinished()
         #expect(read.calls == [.more("abc"), .eof])
         channel.close()

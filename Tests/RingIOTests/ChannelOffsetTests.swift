@@ -28,8 +28,7 @@ struct ChannelOffsetTests {
         try #require(lseek(file.fd, 4, SEEK_SET) == 4)
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         let first = context.read(channel, offset: 0, length: 4)
         first.expectFinished()
         #expect(first.calls == [.done("4567")])
@@ -54,8 +53,7 @@ struct ChannelOffsetTests {
         try #require(lseek(file.fd, 4, SEEK_SET) == 4)
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         let below = context.read(channel, offset: -2, length: 3)
         below.expectFinished()
         #expect(below.calls == [.done("234")])
@@ -78,8 +76,7 @@ struct ChannelOffsetTests {
         let file = try makeFile(bytes("0123456789ABCDEF"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         let write = context.write(channel, offset: 100, rope("z"))
         write.expectFinished()
         #expect(write.calls == [.written])
@@ -97,8 +94,7 @@ struct ChannelOffsetTests {
         try #require(lseek(file.fd, 4, SEEK_SET) == 4)
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, file.fd)
         let reads = [
             context.read(channel, offset: 100, length: 4),
             context.read(channel, offset: 0, length: 3),
@@ -119,8 +115,7 @@ struct ChannelOffsetTests {
         let file = try makeFile([])
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, file.fd)
         let writes = [
             context.write(channel, offset: 50, rope("abc")),
             context.write(channel, offset: 0, rope("def")),
@@ -139,15 +134,10 @@ struct ChannelOffsetTests {
         let zero = open("/dev/zero", O_RDONLY | O_CLOEXEC)
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         try #require(zero >= 0 && null >= 0)
-        defer {
-            close(zero)
-            close(null)
-        }
+        defer { closeAll(zero, null) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let reading = context.channel(.randomAccess, zero, cleanup: cleanups[0])
-        let writing = context.channel(.randomAccess, null, cleanup: cleanups[1])
+        let (reading, writing, cleanups) = context.channels((.randomAccess, zero), (.randomAccess, null))
         let read = context.read(reading, offset: 4_096, length: 100)
         let write = context.write(writing, offset: 12, rope("discarded"))
         read.expectFinished()
@@ -167,8 +157,7 @@ struct ChannelOffsetTests {
         defer { close(fd) }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, fd)
         let write = context.write(channel, offset: 0, rope("xyz"))
         write.expectFinished()
         #expect(write.calls == [.written])
@@ -186,8 +175,7 @@ struct ChannelOffsetTests {
         let file = try makeFile(contents)
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         channel.setLimit(highWater: 65_536)
         let ranges = (0..<32).map { index in (index * 131_072 + index * 7)..<((index + 1) * 131_072) }
         let reads = ranges.map { context.read(channel, offset: Int64($0.lowerBound), length: $0.count) }

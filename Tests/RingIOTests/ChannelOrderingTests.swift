@@ -24,16 +24,10 @@ struct ChannelOrderingTests {
         arguments: QueueKind.allCases
     )
     func readsInOrder(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let first = context.channel(.stream, left, cleanup: cleanups[0])
-        let second = context.channel(.stream, left, cleanup: cleanups[1])
+        let (left, right) = try context.socketPair()
+        let (first, second, cleanups) = context.channels((.stream, left), (.stream, left))
         let reads = [
             context.read(first, length: 4),
             context.read(second, length: 4),
@@ -53,13 +47,9 @@ struct ChannelOrderingTests {
         arguments: QueueKind.allCases
     )
     func writesInOrder(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (left, right) = try context.socketPair()
         let cleanups = [context.cleanupLog(), context.cleanupLog()]
         let channels = [
             context.channel(.stream, left, cleanup: cleanups[0]), context.channel(.stream, left, cleanup: cleanups[1]),
@@ -88,15 +78,10 @@ struct ChannelOrderingTests {
 
     @Test("R72 a read and a write are in flight at the same time on one socket", arguments: QueueKind.allCases)
     func readAndWriteTogether(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let read = context.read(channel, length: 4)
         let write = context.write(channel, rope("ping"))
         write.expectFinished()
@@ -118,9 +103,7 @@ struct ChannelOrderingTests {
         let file = try makeFile(bytes("0123456789"))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let first = context.channel(.stream, file.fd, cleanup: cleanups[0])
-        let second = context.channel(.stream, file.fd, cleanup: cleanups[1])
+        let (first, second, cleanups) = context.channels((.stream, file.fd), (.stream, file.fd))
         let logs = [
             context.read(first, length: 3),
             context.write(second, rope("ab")),
@@ -145,8 +128,7 @@ struct ChannelOrderingTests {
         let file = try makeFile(contents)
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.randomAccess, file.fd, cleanup: cleanup)
+        let (channel, cleanup) = context.channelWithCleanup(.randomAccess, file.fd)
         var reads: [(OperationLog, Range<Int>)] = []
         var writes: [OperationLog] = []
         for index in 0..<16 {

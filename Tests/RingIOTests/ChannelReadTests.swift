@@ -24,15 +24,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func neverSynchronous(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         writeAll(right, bytes("abcdef"))
         let ready = context.read(channel, length: 3)
         ready.expectFinished()
@@ -53,22 +48,14 @@ struct ChannelReadTests {
         #expect(fromRing.calls == [.done("def")])
 
         channel.close()
-        let closed = context.read(channel, length: 3)
-        let closedWrite = context.write(channel, rope("x"))
-        closed.expectFinished()
-        closedWrite.expectFinished()
-        #expect(closed.calls == [.failed(.canceled)])
-        #expect(closedWrite.calls == [.failed(.canceled, remaining: "x")])
+        context.expectReadAndWriteFail(channel, with: .canceled, length: 3, data: "x")
         cleanup.expectOnce(nil)
     }
 
     @Test("R32 calls of one operation never overlap, even on a concurrent queue")
     func serializedOnConcurrentQueue() throws {
         let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
+        defer { closeAll(reader, writer) }
         let ring = try RingLoop()
         defer { ring.shutdown() }
         let concurrent = DispatchQueue(label: "concurrent-handlers", attributes: .concurrent)
@@ -98,17 +85,11 @@ struct ChannelReadTests {
 
     @Test("R33 R34 a read that gets its length ends with one call (true, data, nil)", arguments: QueueKind.allCases)
     func lengthSatisfied(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
-        let file = try makeFile(patternBytes(100, seed: 1))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(100, seed: 1))
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("0123456789"))
         let fromPipe = context.read(stream, length: 10)
         let fromFile = context.read(random, offset: 20, length: 40)
@@ -126,15 +107,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func readTakesOnlyItsLength(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         writeAll(writer, bytes("abcdefghijklmno"))
         let first = context.read(channel, length: 10)
         first.expectFinished()
@@ -149,16 +125,13 @@ struct ChannelReadTests {
 
     @Test("R35 EOF is two calls: (false, tail) then (true, empty, nil)", arguments: QueueKind.allCases)
     func endOfFile(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer { close(reader) }
-        let file = try makeFile(patternBytes(100, seed: 2))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(100, seed: 2))
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("hello"))
-        close(writer)
+        context.close(writer)
         let fromPipe = context.read(stream, length: .max)
         let fromFile = context.read(random, offset: 90, length: 50)
         fromPipe.expectFinished()
@@ -178,9 +151,7 @@ struct ChannelReadTests {
         let file = try makeFile(patternBytes(100))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         let logs = [
             context.read(stream, length: .max),
             context.read(random, offset: 100, length: 10),
@@ -197,15 +168,10 @@ struct ChannelReadTests {
 
     @Test("R36 an error after data: (false, pending) first, then (true, nil, error)", arguments: QueueKind.allCases)
     func errorAfterData(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, reader, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, reader)
         channel.setLimit(lowWater: 1_000)
         let read = context.read(channel, length: .max)
         writeAll(writer, bytes("0123456789"))
@@ -224,17 +190,11 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func zeroLength(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
-        let file = try makeFile(patternBytes(10))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(10))
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
         writeAll(writer, bytes("abc"))
         let logs = [context.read(stream, length: 0), context.read(random, offset: 4, length: 0)]
         for log in logs {
@@ -255,17 +215,11 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func deliveredDataStaysValid(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
-        let file = try makeFile(patternBytes(3 * 1_048_576 + 17, seed: 9))
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, reader, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile(patternBytes(3 * 1_048_576 + 17, seed: 9))
+        let (stream, random, cleanups) = context.channels((.stream, reader), (.randomAccess, file.fd))
 
         // Round one: keep every rope.
         let first = patternBytes(200_000, seed: 1)
@@ -297,12 +251,10 @@ struct ChannelReadTests {
         arguments: QueueKind.allCases
     )
     func longRead(_ queue: QueueKind) throws {
-        let endpoint = try StreamEndpoint(.socketPair)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(.socketPair)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, endpoint.local)
         let sent = patternBytes(1_048_576 + 333, seed: 4)
         let read = context.read(channel, length: .max)
         DispatchQueue.global().async {

@@ -43,6 +43,54 @@ private final class ReceivedRopes: Sendable {
 /// Waits, boundedly, until `ring` has handed every receive buffer back to the kernel: each try
 /// passes a ring barrier (returned buffers are collected once per turn, and the counters are
 /// then up to date).
+/// A stream channel over `reader`, handlers on the context's queue, with a read to the end
+/// submitted — more than four buffers wanted, so a multishot receive; what it receives; and
+/// the semaphore its cleanup handler signals once it has closed `reader`.
+private func startReceiving(
+    _ reader: CInt,
+    _ context: ChannelContext
+) -> (IOChannel, ReceivedRopes, DispatchSemaphore) {
+    let cleaned = DispatchSemaphore(value: 0)
+    let channel = IOChannel(kind: .stream, fileDescriptor: reader, queue: context.queue, ring: context.ring) { _ in
+        close(reader)
+        cleaned.signal()
+    }
+    let received = ReceivedRopes()
+    channel.read(offset: 0, length: .max, queue: context.queue, handler: received.handler)
+    return (channel, received, cleaned)
+}
+
+/// Waits for the final call, then expects `sent`, exactly, with no error and no fallback
+/// receive, every region of it in `ring`'s buffer memory: where it begins, and where it ends
+/// too with `wholeRegions`.
+private func expectReceivedInRingBuffers(
+    _ received: ReceivedRopes,
+    _ sent: [UInt8],
+    ring: RingLoop,
+    wholeRegions: Bool,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    try #require(wait(received.finished), sourceLocation: sourceLocation)
+    #expect(received.error == nil, sourceLocation: sourceLocation)
+    #expect(received.bytes.count == sent.count, sourceLocation: sourceLocation)
+    #expect(received.bytes.elementsEqual(sent), "bytes differ", sourceLocation: sourceLocation)
+    #expect(ring.counters.fallbackReceives == 0, sourceLocation: sourceLocation)
+    let memory = _RingIOTesting.receiveBufferMemory(of: ring)
+    for rope in received.ropes {
+        for region in rope.regions {
+            let base = region.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+            if wholeRegions {
+                #expect(
+                    memory.contains(base) && memory.contains(base + UInt(region.count) - 1),
+                    sourceLocation: sourceLocation
+                )
+            } else {
+                #expect(memory.contains(base), sourceLocation: sourceLocation)
+            }
+        }
+    }
+}
+
 private func buffersComeBack(to ring: RingLoop) -> Bool {
     eventually { ringBarrier(ring) && ring.counters.buffersOnLoan == 0 }
 }
@@ -57,32 +105,14 @@ struct ChannelReceiveTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let (reader, writer) = try makeSocketPair()
-        let cleaned = DispatchSemaphore(value: 0)
-        let channel = IOChannel(kind: .stream, fileDescriptor: reader, queue: context.queue, ring: context.ring) { _ in
-            close(reader)
-            cleaned.signal()
-        }
-        let received = ReceivedRopes()
-        // A read to the end: more than four buffers wanted, so a multishot receive.
-        channel.read(offset: 0, length: .max, queue: context.queue, handler: received.handler)
+        let (channel, received, cleaned) = startReceiving(reader, context)
         let sent = pattern(300_000)
         for chunk in stride(from: 0, to: sent.count, by: 7_001) {
             writeAll(writer, Array(sent[chunk..<min(chunk + 7_001, sent.count)]))
         }
         close(writer)
-        try #require(wait(received.finished))
-        #expect(received.error == nil)
-        #expect(received.bytes.count == sent.count)
-        #expect(received.bytes.elementsEqual(sent), "bytes differ")
         // Zero copy: with buffers to spare, every region lies in the ring's buffer memory.
-        #expect(context.ring.counters.fallbackReceives == 0)
-        let memory = _RingIOTesting.receiveBufferMemory(of: context.ring)
-        for rope in received.ropes {
-            for region in rope.regions {
-                let base = region.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
-                #expect(memory.contains(base) && memory.contains(base + UInt(region.count) - 1))
-            }
-        }
+        try expectReceivedInRingBuffers(received, sent, ring: context.ring, wholeRegions: true)
         try #require(ringBarrier(context.ring))
         #expect(context.ring.counters.buffersOnLoan > 0, "the ropes held keep their buffers")
         received.release()
@@ -96,28 +126,11 @@ struct ChannelReceiveTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let (reader, writer) = try makePipe()
-        let cleaned = DispatchSemaphore(value: 0)
-        let channel = IOChannel(kind: .stream, fileDescriptor: reader, queue: context.queue, ring: context.ring) { _ in
-            close(reader)
-            cleaned.signal()
-        }
-        let received = ReceivedRopes()
-        channel.read(offset: 0, length: .max, queue: context.queue, handler: received.handler)
+        let (channel, received, cleaned) = startReceiving(reader, context)
         let sent = pattern(100_000, seed: 3)
         writeAll(writer, sent)
         close(writer)
-        try #require(wait(received.finished))
-        #expect(received.error == nil)
-        #expect(received.bytes.count == sent.count)
-        #expect(received.bytes.elementsEqual(sent), "bytes differ")
-        #expect(context.ring.counters.fallbackReceives == 0)
-        let memory = _RingIOTesting.receiveBufferMemory(of: context.ring)
-        for rope in received.ropes {
-            for region in rope.regions {
-                let base = region.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
-                #expect(memory.contains(base))
-            }
-        }
+        try expectReceivedInRingBuffers(received, sent, ring: context.ring, wholeRegions: false)
         received.release()
         #expect(buffersComeBack(to: context.ring))
         channel.close()

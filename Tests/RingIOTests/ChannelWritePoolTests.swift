@@ -200,10 +200,7 @@ struct ChannelWritePoolTests {
     @Test("a channel lets go of its pooled operations when it is done: its ring goes away")
     func ringGoesAway() throws {
         let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
+        defer { closeAll(left, right) }
         weak var weakRing: RingLoop?
         do {
             let ring = try RingLoop()

@@ -43,15 +43,10 @@ private final class RawMemory: @unchecked Sendable {
 struct ChannelWriteTests {
     @Test("R39 a write that completes: only (true, nil, nil); the peer gets the bytes", arguments: QueueKind.allCases)
     func writeCompletes(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let write = context.write(channel, rope("hello"))
         write.expectFinished()
         #expect(write.calls == [.written])
@@ -62,17 +57,11 @@ struct ChannelWriteTests {
 
     @Test("R39 an empty write: (true, nil, nil), asynchronously, nothing written", arguments: QueueKind.allCases)
     func emptyWrite(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
-        let file = try makeFile([])
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanups = [context.cleanupLog(), context.cleanupLog()]
-        let stream = context.channel(.stream, writer, cleanup: cleanups[0])
-        let random = context.channel(.randomAccess, file.fd, cleanup: cleanups[1])
+        let (reader, writer) = try context.pipe()
+        let file = try makeFile([])
+        let (stream, random, cleanups) = context.channels((.stream, writer), (.randomAccess, file.fd))
         let logs = [context.write(stream, ByteRope()), context.write(random, offset: 10, ByteRope())]
         for log in logs {
             log.expectFinished()
@@ -91,15 +80,10 @@ struct ChannelWriteTests {
         arguments: QueueKind.allCases
     )
     func writeOnClosedChannel(_ queue: QueueKind) throws {
-        let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        let (left, right) = try context.socketPair()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         channel.close()
         let data = fragmentedRope(10_000, seed: 3)
         let write = context.write(channel, data)
@@ -117,15 +101,10 @@ struct ChannelWriteTests {
         arguments: QueueKind.allCases
     )
     func intermediateRemaining(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, writer, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
         let sent = patternBytes(1_048_576, seed: 6)
         let write = context.write(channel, fragmentedRope(sent.count, seed: 6, maxRegion: 70_000))
         // A slow reader: the pipe (64 KiB) fills up many times.
@@ -215,15 +194,10 @@ struct ChannelWriteTests {
 
     @Test("R41 a write keeps its data alive until it completes, then lets it go", arguments: QueueKind.allCases)
     func writeRetainsData(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, writer, cleanup: cleanup)
+        let (reader, writer) = try context.pipe()
+        let (channel, cleanup) = context.channelWithCleanup(.stream, writer)
         let count = 512 * 1_024
         let sent = patternBytes(count, seed: 12)
         let released = Counter()

@@ -38,6 +38,26 @@ struct FixedResolver: NameResolver {
     }
 }
 
+extension FixedResolver {
+    /// Answers with the IPv6 and the IPv4 loopback address, the IPv6 one after `ipv6Delay`.
+    static func loopbacks(ipv6Delay: Duration = .zero) throws -> FixedResolver {
+        FixedResolver(
+            ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
+            ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)]),
+            ipv6Delay: ipv6Delay
+        )
+    }
+}
+
+/// Connects to "both.test" — a name only `options.resolver` knows — on `port`.
+private func connectToBothTest(
+    port: UInt16,
+    options: IOConnection.ConnectOptions,
+    ring: RingLoop
+) async throws -> IOConnection {
+    try await IOConnection.connect(host: "both.test", port: port, options: options, ring: ring)
+}
+
 extension SocketAddress {
     /// The same address with another port (IPv4 and IPv6).
     func withPort(_ port: UInt16) -> SocketAddress {
@@ -132,10 +152,7 @@ struct ConnectTests {
         }
     }
 
-    @Test(
-        "connects to a Python server over IPv6 (::1)",
-        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
-    )
+    @Test("connects to a Python server over IPv6 (::1)", .ipv6LoopbackAvailable)
     func pythonIPv6() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {
             let ring = try RingLoop()
@@ -230,16 +247,12 @@ struct ConnectTests {
             let thrown = await thrownError {
                 _ = try await IOConnection.connect(host: "127.0.0.1", port: port, ring: ring)
             }
-            #expect(
-                thrownError(thrown) { error in
-                    guard let error = error as? ConnectError else { return false }
-                    return error.reason == .refused && error.errno == .connectionRefused
-                        && error.attempts.map(\.error) == [.connectionRefused]
-                        && error.attempts.first?.address.port == port
-                        && error.description.contains("connection refused")
-                },
-                "\(String(describing: thrown))"
-            )
+            expectThrown(thrown, as: ConnectError.self) { error in
+                error.reason == .refused && error.errno == .connectionRefused
+                    && error.attempts.map(\.error) == [.connectionRefused]
+                    && error.attempts.first?.address.port == port
+                    && error.description.contains("connection refused")
+            }
         }
     }
 
@@ -255,14 +268,10 @@ struct ConnectTests {
             let thrown = await thrownError {
                 _ = try await IOConnection.connect(to: hole.address, options: options, ring: ring)
             }
-            #expect(
-                thrownError(thrown) { error in
-                    guard let error = error as? ConnectError else { return false }
-                    return error.reason == .timedOut && error.errno == .timedOut
-                        && error.attempts.map(\.error) == [.timedOut]
-                },
-                "\(String(describing: thrown))"
-            )
+            expectThrown(thrown, as: ConnectError.self) { error in
+                error.reason == .timedOut && error.errno == .timedOut
+                    && error.attempts.map(\.error) == [.timedOut]
+            }
             // The half-open socket is closed: no SYN_SENT socket towards the port is left.
             #expect(eventually { synSentSockets(toPort: port) == 0 })
         }
@@ -323,10 +332,7 @@ struct ConnectTests {
         }
     }
 
-    @Test(
-        "Happy Eyeballs: a name with IPv6 and IPv4 connects over IPv6 first",
-        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
-    )
+    @Test("Happy Eyeballs: a name with IPv6 and IPv4 connects over IPv6 first", .ipv6LoopbackAvailable)
     func bothFamiliesPreferIPv6() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {
             let ring = try RingLoop()
@@ -334,25 +340,14 @@ struct ConnectTests {
             let listener = try IOListener(host: "::", port: 0, ring: ring)
             defer { listener.close() }
             var options = IOConnection.ConnectOptions()
-            options.resolver = FixedResolver(
-                ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
-                ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)])
-            )
-            let connection = try await IOConnection.connect(
-                host: "both.test",
-                port: listener.port,
-                options: options,
-                ring: ring
-            )
+            options.resolver = try FixedResolver.loopbacks()
+            let connection = try await connectToBothTest(port: listener.port, options: options, ring: ring)
             #expect(connection.remoteAddress?.family == .ipv6)
             connection.channel.close()
         }
     }
 
-    @Test(
-        "Happy Eyeballs: IPv6 refused, IPv4 answers: connected over IPv4 at once",
-        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
-    )
+    @Test("Happy Eyeballs: IPv6 refused, IPv4 answers: connected over IPv4 at once", .ipv6LoopbackAvailable)
     func ipv6RefusedFallsBack() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {
             let ring = try RingLoop()
@@ -361,16 +356,8 @@ struct ConnectTests {
             defer { listener.close() }
             var options = IOConnection.ConnectOptions()
             options.connectionAttemptDelay = .seconds(30)  // the fallback must not wait for it
-            options.resolver = FixedResolver(
-                ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
-                ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)])
-            )
-            let connection = try await IOConnection.connect(
-                host: "both.test",
-                port: listener.port,
-                options: options,
-                ring: ring
-            )
+            options.resolver = try FixedResolver.loopbacks()
+            let connection = try await connectToBothTest(port: listener.port, options: options, ring: ring)
             #expect(connection.remoteAddress?.family == .ipv4)
             connection.channel.close()
         }
@@ -378,7 +365,7 @@ struct ConnectTests {
 
     @Test(
         "Happy Eyeballs: an IPv6 address that never answers is raced by IPv4 after the attempt delay",
-        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
+        .ipv6LoopbackAvailable
     )
     func raceAfterAttemptDelay() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {
@@ -396,12 +383,7 @@ struct ConnectTests {
                 ipv6: .success([hole.address]),
                 ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: holePort)])
             )
-            let connection = try await IOConnection.connect(
-                host: "both.test",
-                port: holePort,
-                options: options,
-                ring: ring
-            )
+            let connection = try await connectToBothTest(port: holePort, options: options, ring: ring)
             #expect(connection.remoteAddress == (try SocketAddress(ipAddress: "127.0.0.1", port: holePort)))
             // The losing IPv6 attempt is cancelled and its socket closed.
             let loserClosed = await eventuallyAsync { synSentSockets(toPort: holePort) == 0 }
@@ -412,7 +394,7 @@ struct ConnectTests {
 
     @Test(
         "Happy Eyeballs: IPv4 answers first, IPv6 soon after: IPv6 is waited for (resolution delay)",
-        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here")
+        .ipv6LoopbackAvailable
     )
     func resolutionDelay() async throws {
         try await withTaskExecutorPreference(testTaskExecutor) {
@@ -422,17 +404,8 @@ struct ConnectTests {
             defer { listener.close() }
             var options = IOConnection.ConnectOptions()
             options.resolutionDelay = .seconds(5)
-            options.resolver = FixedResolver(
-                ipv6: .success([try SocketAddress(ipAddress: "::1", port: 0)]),
-                ipv4: .success([try SocketAddress(ipAddress: "127.0.0.1", port: 0)]),
-                ipv6Delay: .milliseconds(50)
-            )
-            let connection = try await IOConnection.connect(
-                host: "both.test",
-                port: listener.port,
-                options: options,
-                ring: ring
-            )
+            options.resolver = try FixedResolver.loopbacks(ipv6Delay: .milliseconds(50))
+            let connection = try await connectToBothTest(port: listener.port, options: options, ring: ring)
             #expect(connection.remoteAddress?.family == .ipv6)
             connection.channel.close()
         }
@@ -473,16 +446,11 @@ struct ConnectTests {
             let thrown = await thrownError {
                 _ = try await IOConnection.connect(host: "nowhere.test", port: 80, options: options, ring: ring)
             }
-            #expect(
-                thrownError(thrown) { error in
-                    guard let error = error as? ConnectError, case .nameNotResolved(let reason) = error.reason else {
-                        return false
-                    }
-                    return reason == failure && error.attempts.isEmpty && error.host == "nowhere.test"
-                        && error.description.contains("Name or service not known")
-                },
-                "\(String(describing: thrown))"
-            )
+            expectThrown(thrown, as: ConnectError.self) { error in
+                guard case .nameNotResolved(let reason) = error.reason else { return false }
+                return reason == failure && error.attempts.isEmpty && error.host == "nowhere.test"
+                    && error.description.contains("Name or service not known")
+            }
         }
     }
 
@@ -493,13 +461,9 @@ struct ConnectTests {
             let thrown = await thrownError {
                 _ = try await SystemResolver().resolve(host: "", port: 80, family: .ipv4)
             }
-            #expect(
-                thrownError(thrown) { error in
-                    guard let error = error as? NameResolutionError else { return false }
-                    return error.code == EAI_NONAME && !error.message.isEmpty
-                },
-                "\(String(describing: thrown))"
-            )
+            expectThrown(thrown, as: NameResolutionError.self) { error in
+                error.code == EAI_NONAME && !error.message.isEmpty
+            }
         }
     }
 
@@ -513,14 +477,10 @@ struct ConnectTests {
             let thrown = await thrownError {
                 _ = try await IOConnection.connect(host: "127.0.0.1", port: 9, options: options, ring: ring)
             }
-            #expect(
-                thrownError(thrown) { error in
-                    guard let error = error as? ConnectError else { return false }
-                    return error.reason == .other(.addressFamilyNotSupported)
-                        && error.attempts.map(\.error) == [.addressFamilyNotSupported]
-                },
-                "\(String(describing: thrown))"
-            )
+            expectThrown(thrown, as: ConnectError.self) { error in
+                error.reason == .other(.addressFamilyNotSupported)
+                    && error.attempts.map(\.error) == [.addressFamilyNotSupported]
+            }
         }
     }
 
@@ -574,12 +534,7 @@ struct ConnectTests {
             let thrown = await thrownError {
                 _ = try await IOConnection.connect(host: "127.0.0.1", port: 9, ring: ring)
             }
-            #expect(
-                thrownError(thrown) { error in
-                    (error as? ConnectError)?.reason == .canceled
-                },
-                "\(String(describing: thrown))"
-            )
+            expectThrown(thrown, as: ConnectError.self) { $0.reason == .canceled }
         }
     }
 }
@@ -611,7 +566,13 @@ func thrownError(_ body: () async throws -> Void) async -> (any Error)? {
     }
 }
 
-/// Whether `error` is there and `predicate` holds for it.
-func thrownError(_ error: (any Error)?, _ predicate: (any Error) -> Bool) -> Bool {
-    error.map(predicate) ?? false
+/// Expects `thrown` to be an `E` for which `predicate` holds.
+func expectThrown<E: Error>(
+    _ thrown: (any Error)?,
+    as type: E.Type,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ predicate: (E) -> Bool
+) {
+    let holds = (thrown as? E).map(predicate) ?? false
+    #expect(holds, "\(String(describing: thrown))", sourceLocation: sourceLocation)
 }

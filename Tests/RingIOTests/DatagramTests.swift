@@ -154,14 +154,11 @@ struct DatagramTests {
             defer { ring.shutdown() }
             var options = IODatagramChannel.Options()
             options.maximumDatagramSize = 100
-            let receiver = try IODatagramChannel(
-                bindingTo: SocketAddress(ipAddress: "127.0.0.1", port: 0),
-                options: options,
-                ring: ring
-            )
-            defer { receiver.close() }
-            let sender = try IODatagramChannel(connectedTo: receiver.localAddress, ring: ring)
-            defer { sender.close() }
+            let (receiver, sender) = try loopbackPair(ring: ring, options: options)
+            defer {
+                sender.close()
+                receiver.close()
+            }
             try await sender.send(ByteRope(copying: pattern(150)))
             try await sender.send(ByteRope(copying: pattern(100)))
             var iterator = receiver.datagrams().makeAsyncIterator()
@@ -178,10 +175,11 @@ struct DatagramTests {
         try await withTaskExecutorPreference(testTaskExecutor) {
             let ring = try RingLoop()
             defer { ring.shutdown() }
-            let receiver = try IODatagramChannel(bindingTo: SocketAddress(ipAddress: "127.0.0.1", port: 0), ring: ring)
-            defer { receiver.close() }
-            let sender = try IODatagramChannel(connectedTo: receiver.localAddress, ring: ring)
-            defer { sender.close() }
+            let (receiver, sender) = try loopbackPair(ring: ring)
+            defer {
+                sender.close()
+                receiver.close()
+            }
             try await sender.send(ByteRope(copying: pattern(1_000)))
             let datagram = try await receiver.receive()
             let memory = _RingIOTesting.receiveBufferMemory(of: receiver)
@@ -197,14 +195,11 @@ struct DatagramTests {
             defer { ring.shutdown() }
             var options = IODatagramChannel.Options()
             options.receiveBuffers = 4
-            let receiver = try IODatagramChannel(
-                bindingTo: SocketAddress(ipAddress: "127.0.0.1", port: 0),
-                options: options,
-                ring: ring
-            )
-            defer { receiver.close() }
-            let sender = try IODatagramChannel(connectedTo: receiver.localAddress, ring: ring)
-            defer { sender.close() }
+            let (receiver, sender) = try loopbackPair(ring: ring, options: options)
+            defer {
+                sender.close()
+                receiver.close()
+            }
             var held: [Datagram] = []
             var iterator = receiver.datagrams().makeAsyncIterator()
             for number in 0..<12 {
@@ -347,10 +342,11 @@ struct DatagramTests {
         try await withTaskExecutorPreference(testTaskExecutor) {
             let ring = try RingLoop()
             defer { ring.shutdown() }
-            let receiver = try IODatagramChannel(bindingTo: SocketAddress(ipAddress: "127.0.0.1", port: 0), ring: ring)
-            defer { receiver.close() }
-            let sender = try IODatagramChannel(connectedTo: receiver.localAddress, ring: ring)
-            defer { sender.close() }
+            let (receiver, sender) = try loopbackPair(ring: ring)
+            defer {
+                sender.close()
+                receiver.close()
+            }
             for number in 0..<20 {
                 try await sender.send(ByteRope(copying: numberedDatagram(number, size: 16)))
             }
@@ -402,4 +398,23 @@ func freeUDPPort() throws -> UInt16 {
     let address = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
     try #require(address.withUnsafeSocketAddress { bind(fd, $0, $1) } == 0)
     return try #require(boundPort(fd))
+}
+
+/// A datagram channel bound to 127.0.0.1 (port 0) on `ring` with `options`, and one on `ring`
+/// connected to it: the caller's to close, sender first.
+private func loopbackPair(
+    ring: RingLoop,
+    options: IODatagramChannel.Options = IODatagramChannel.Options()
+) throws -> (receiver: IODatagramChannel, sender: IODatagramChannel) {
+    let receiver = try IODatagramChannel(
+        bindingTo: SocketAddress(ipAddress: "127.0.0.1", port: 0),
+        options: options,
+        ring: ring
+    )
+    do {
+        return (receiver, try IODatagramChannel(connectedTo: receiver.localAddress, ring: ring))
+    } catch {
+        receiver.close()
+        throw error
+    }
 }

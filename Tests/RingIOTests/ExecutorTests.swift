@@ -474,19 +474,10 @@ struct ExecutorTests {
             await ringBarrier(ring)
             await ringBarrier(ring)
             task.cancel()
-            let outcome = Outcome(await bounded { try await task.value })
-            #expect(outcome == .error(.canceled), "\(outcome)")
+            await expectCancelled(task)
 
             // Bytes sent after the cancellation are for the next read.
-            writeAll(pair.peer, bytes("after"))
-            let next = Outcome(
-                await bounded {
-                    try await Task(executorPreference: placement.preference(ring)) {
-                        Array(try await channel.read(length: 5))
-                    }.value
-                }
-            )
-            #expect(next == .bytes(bytes("after")), "\(next)")
+            await expectNextRead("after", pair, placement)
             await pair.finish()
         }
     }
@@ -511,19 +502,10 @@ struct ExecutorTests {
             let holds4 = await waitUntil { seen.withLock { $0 } == bytes("abc") }
             #expect(holds4)
             task.cancel()
-            let outcome = Outcome(await bounded { try await task.value })
-            #expect(outcome == .error(.canceled), "\(outcome)")
+            await expectCancelled(task)
             #expect(seen.withLock { $0 } == bytes("abc"))
 
-            writeAll(pair.peer, bytes("next"))
-            let next = Outcome(
-                await bounded {
-                    try await Task(executorPreference: placement.preference(ring)) {
-                        Array(try await channel.read(length: 4))
-                    }.value
-                }
-            )
-            #expect(next == .bytes(bytes("next")), "\(next)")
+            await expectNextRead("next", pair, placement)
             await pair.finish()
         }
     }
@@ -553,8 +535,7 @@ struct ExecutorTests {
             try #require(full, "the peer's socket buffer did not fill")
             await ringBarrier(ring)
             task.cancel()
-            let outcome = Outcome(await bounded { try await task.value })
-            #expect(outcome == .error(.canceled), "\(outcome)")
+            await expectCancelled(task)
 
             // The channel still writes: the peer gets a prefix of the cancelled data (what the
             // kernel took), then the next write's bytes, nothing else.
@@ -787,4 +768,33 @@ struct ExecutorTests {
             #expect(after.longestTurn >= .milliseconds(30), "longestTurn: \(after.longestTurn)")
         }
     }
+}
+
+/// Waits (bounded) for `task`, which the test cancelled, and expects it to end with ECANCELED.
+private func expectCancelled<T: Sendable>(
+    _ task: Task<T, any Error>,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let outcome = Outcome(await bounded { () async throws -> Void in _ = try await task.value })
+    #expect(outcome == .error(.canceled), "\(outcome)", sourceLocation: sourceLocation)
+}
+
+/// Sends `text` from the peer and expects a read of its length — in a task placed as
+/// `placement` says — to get exactly it: the channel is still usable.
+private func expectNextRead(
+    _ text: String,
+    _ pair: RingSocketPair,
+    _ placement: ExecutorTestPlacement,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    writeAll(pair.peer, bytes(text))
+    let (channel, ring) = (pair.channel, pair.ring)
+    let next = Outcome(
+        await bounded {
+            try await Task(executorPreference: placement.preference(ring)) {
+                Array(try await channel.read(length: text.utf8.count))
+            }.value
+        }
+    )
+    #expect(next == .bytes(bytes(text)), "\(next)", sourceLocation: sourceLocation)
 }

@@ -233,10 +233,7 @@ func groupShutdownUnderLoad(_ queueKind: QueueKind) throws {
         #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(5))")
         #expect(outcomes.readsDone >= channelsCount, "outcomes: \(outcomes)")
         #expect(outcomes.writesCanceled > 0, "no write was still queued at the shutdown: \(outcomes)")
-        for pair in pairs {
-            close(pair.local)
-            close(pair.remote)
-        }
+        closePairs(pairs)
     }
 }
 
@@ -344,10 +341,7 @@ func stopRacingCompletions(_ queueKind: QueueKind) throws {
         #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(5))")
         #expect(outcomes.writesCanceled > 0, "stop never caught a write: \(outcomes)")
         #expect(lost.isEmpty, "\(lost.count) of \(connections) connections lost bytes; first: \(lost.prefix(3))")
-        for pair in pairs {
-            close(pair.local)
-            close(pair.remote)
-        }
+        closePairs(pairs)
     }
 }
 

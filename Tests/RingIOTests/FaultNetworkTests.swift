@@ -48,9 +48,7 @@ func resetMidRead(_ queueKind: QueueKind) throws {
             !(entries[$0].delivered?.isExactly(size) ?? false) || entries[$0].error != .connectionReset
         }
         #expect(wrong.isEmpty, "\(wrong.count) connections; first: \(wrong.prefix(3).map { entries[$0] })")
-        for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
-        for pair in pairs { close(pair.local) }
+        closeConnections(channels, cleanups, pairs, remotesToo: false, after: context.handlerBarrier)
     }
 }
 
@@ -120,9 +118,7 @@ func resetMidWrites(_ queueKind: QueueKind) throws {
             }
         }
         #expect(failures.isEmpty, "\(failures.count) failures; first: \(failures.prefix(3))")
-        for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
-        for pair in pairs { close(pair.local) }
+        closeConnections(channels, cleanups, pairs, remotesToo: false, after: context.handlerBarrier)
     }
 }
 
@@ -177,12 +173,7 @@ func halfClose(_ queueKind: QueueKind) throws {
         #expect(wrongPeers.isEmpty, "\(wrongPeers.count) peers did not get the \(outgoing) bytes exactly")
         writes.expectEveryOperationFinalOnce("writes after the peer's half-close", after: context.handlerBarrier)
         #expect(writes.entries.allSatisfy { $0.error == nil })
-        for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
-        for pair in pairs {
-            close(pair.local)
-            close(pair.remote)
-        }
+        closeConnections(channels, cleanups, pairs, remotesToo: true, after: context.handlerBarrier)
     }
 }
 
@@ -248,12 +239,7 @@ func slowReaders(_ queueKind: QueueKind) throws {
         #expect(wrong.count == 0, "\(wrong.count) slow readers did not get every byte once, in order")
         ledger.expectEveryOperationFinalOnce("vectored writes to slow readers", after: context.handlerBarrier)
         #expect(ledger.entries.allSatisfy { $0.error == nil && $0.calls >= 1 })
-        for channel in channels { channel.close() }
-        expectCleanupsOnce(cleanups, after: context.handlerBarrier)
-        for pair in pairs {
-            close(pair.local)
-            close(pair.remote)
-        }
+        closeConnections(channels, cleanups, pairs, remotesToo: true, after: context.handlerBarrier)
     }
 }
 
@@ -305,10 +291,7 @@ private func receiveBuffersExhausted() throws {
         _ = kept
         for channel in channels { channel.close() }
         expectCleanupsOnce(cleanups, after: HandlerBarrier(ring: ring))
-        for pair in pairs {
-            close(pair.local)
-            close(pair.remote)
-        }
+        closePairs(pairs)
     }
 }
 

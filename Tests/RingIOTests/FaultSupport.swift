@@ -379,6 +379,34 @@ func expectNoDescriptorLeak(
     )
 }
 
+/// Closes both ends of every pair.
+func closePairs(_ pairs: [(local: CInt, remote: CInt)]) {
+    for pair in pairs {
+        close(pair.local)
+        close(pair.remote)
+    }
+}
+
+/// Closes `channels`, expects each of `cleanups` to have been called once, with no error
+/// (``expectCleanupsOnce(_:after:sourceLocation:)``), then closes the pairs' local ends, and
+/// their remote ends too with `remotesToo`.
+func closeConnections(
+    _ channels: [IOChannel],
+    _ cleanups: [CleanupLog],
+    _ pairs: [(local: CInt, remote: CInt)],
+    remotesToo: Bool,
+    after barrier: HandlerBarrier,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    for channel in channels { channel.close() }
+    expectCleanupsOnce(cleanups, after: barrier, sourceLocation: sourceLocation)
+    if remotesToo {
+        closePairs(pairs)
+    } else {
+        for pair in pairs { close(pair.local) }
+    }
+}
+
 // MARK: - Many TCP connections
 
 /// `count` connected TCP pairs over 127.0.0.1 through one listening socket: `local` for the

@@ -110,8 +110,7 @@ struct FileMappingWriteTests {
         defer { close(client) }
         let ring = try RingLoop()
         defer { ring.shutdown() }
-        let queue = DispatchQueue(label: "mapping-writes")
-        let channel = IOChannel(kind: .stream, fileDescriptor: server, queue: queue, ring: ring) { _ in close(server) }
+        let (channel, queue) = serverChannel(server, on: ring, label: "mapping-writes")
         defer { channel.close() }
         let received = _Lock<[UInt8]>([])
         let reader = DispatchSemaphore(value: 0)
@@ -137,8 +136,7 @@ struct FileMappingWriteTests {
         defer { close(client) }
         let ring = try RingLoop()
         defer { ring.shutdown() }
-        let queue = DispatchQueue(label: "mapping-truncated")
-        let channel = IOChannel(kind: .stream, fileDescriptor: server, queue: queue, ring: ring) { _ in close(server) }
+        let (channel, queue) = serverChannel(server, on: ring, label: "mapping-truncated")
         defer { channel.close() }
         let outcome = writeAndWait(channel, mapped, queue: queue)
         #expect(outcome == .some(.badAddress), "\(String(describing: outcome))")
@@ -147,4 +145,12 @@ struct FileMappingWriteTests {
         #expect(after == .some(nil), "\(String(describing: after))")
         #expect(readExactly(client, 10) == bytes("still here"))
     }
+}
+
+/// A stream channel over `server` on `ring`, with its handlers on a queue of its own; its
+/// cleanup handler closes `server`.
+private func serverChannel(_ server: CInt, on ring: RingLoop, label: String) -> (IOChannel, DispatchQueue) {
+    let queue = DispatchQueue(label: label)
+    let channel = IOChannel(kind: .stream, fileDescriptor: server, queue: queue, ring: ring) { _ in close(server) }
+    return (channel, queue)
 }

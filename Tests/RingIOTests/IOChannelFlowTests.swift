@@ -44,10 +44,8 @@ struct IOChannelFlowTests {
     func asyncReaderStopsTheReceive() async throws {
         let ring = try RingLoop()
         defer { ring.shutdown() }
-        var pair: [CInt] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let pair = try readerAndNonBlockingWriter()
         defer { Glibc.close(pair[0]) }
-        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
         let channel = IOChannel(kind: .stream, fileDescriptor: pair[0], queue: ring) { _ in }
         defer { channel.close() }
 
@@ -76,10 +74,8 @@ struct IOChannelFlowTests {
     func slowQueueHoldsTheReceiveBack() throws {
         let ring = try RingLoop()
         defer { ring.shutdown() }
-        var pair: [CInt] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let pair = try readerAndNonBlockingWriter()
         defer { Glibc.close(pair[0]) }
-        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
         let queue = DispatchQueue(label: "slow")
         let channel = IOChannel(kind: .stream, fileDescriptor: pair[0], queue: queue, ring: ring) { _ in }
         defer { channel.close() }
@@ -146,4 +142,12 @@ struct IOChannelFlowTests {
         #expect(weakChannel == nil, "the channel outlived its last reference")
         #expect(weakToken == nil, "a handler (and so its operation) was never released")
     }
+}
+
+/// A connected pair of Unix stream sockets: `[0]` for the channel, `[1]` for the test's writer,
+/// non-blocking.
+private func readerAndNonBlockingWriter() throws -> [CInt] {
+    let (reader, writer) = try makeSocketPair()
+    _ = fcntl(writer, F_SETFL, fcntl(writer, F_GETFL) | O_NONBLOCK)
+    return [reader, writer]
 }

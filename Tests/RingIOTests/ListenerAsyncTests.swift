@@ -201,8 +201,7 @@ struct ListenerAsyncTests {
             let counts = perRing.map(\.count)
             #expect(counts.reduce(0, +) == total)
             #expect(counts.allSatisfy { $0 >= total / 10 }, "connections per ring: \(counts)")
-            let holds1 = await waitUntil { listener.openConnections == 0 }
-            #expect(holds1, "open: \(listener.openConnections)")
+            await expectOpenConnections(listener, 0)
         }
     }
 
@@ -265,8 +264,7 @@ struct ListenerAsyncTests {
             )
             #expect(live.most <= 4, "live at once: \(live.most)")
             for fd in waiting { shutdown(fd, Int32(SHUT_WR)) }
-            let holds4 = await waitUntil { listener.openConnections == 0 }
-            #expect(holds4, "open: \(listener.openConnections)")
+            await expectOpenConnections(listener, 0)
 
             listener.close()
             let holds5 = await bounded(seconds: 10) { await server.value } != nil
@@ -317,8 +315,7 @@ struct ListenerAsyncTests {
             #expect(ended == 6, "clients that saw the end of the stream: \(ended)")
             let holds7 = await onThread { refusesConnections(port) }
             #expect(holds7, "connections are still accepted")
-            let holds8 = await waitUntil { listener.openConnections == 0 }
-            #expect(holds8, "open: \(listener.openConnections)")
+            await expectOpenConnections(listener, 0)
         }
     }
 
@@ -333,17 +330,9 @@ struct ListenerAsyncTests {
             // Accepted before close(), not yet taken: still produced, then the end.
             let early = try connectClients(3, "127.0.0.1", port)
             defer { for fd in early { close(fd) } }
-            let holds9 = await waitUntil { listener.openConnections == 3 }
-            #expect(holds9, "accepted: \(listener.openConnections)")
+            await expectOpenConnections(listener, 3, "accepted")
             listener.close()
-            let drained = await bounded(seconds: 10) { () async throws -> Int in
-                var count = 0
-                for try await connection in listener.connections() {
-                    count += 1
-                    connection.channel.close()
-                }
-                return count
-            }
+            let drained = await drainConnections(listener)
             #expect(try drained?.get() == 3, "connections after close(): \(String(describing: drained))")
             let holds10 = await onThread { refusesConnections(port) }
             #expect(holds10, "connections are still accepted after close()")
@@ -396,14 +385,7 @@ struct ListenerAsyncTests {
                 _ = await waitUntil(seconds: 5) { listener.openConnections >= threshold }
                 let counted = listener.openConnections
                 listener.close()
-                let drained = await bounded(seconds: 10) { () async throws -> Int in
-                    var count = 0
-                    for try await connection in listener.connections() {
-                        count += 1
-                        connection.channel.close()
-                    }
-                    return count
-                }
+                let drained = await drainConnections(listener)
                 for fd in await clients.value { close(fd) }
                 let produced = (try? drained?.get()) ?? -1
                 if produced < counted {
@@ -422,12 +404,7 @@ struct ListenerAsyncTests {
             let group = try RingLoopGroup(count: 2, entries: 64)
             let log = ListenerLog()
             let ringLog = ListenerLog()
-            var options = IOListener.Options()
-            options.reusePort = true
-            let onQueue = try IOAcceptor(
-                host: "127.0.0.1",
-                port: 0,
-                options: options,
+            let onQueue = try reusePortAcceptor(
                 group: group,
                 queue: DispatchQueue(label: "listener-async-tests"),
                 handler: log.handler
@@ -508,5 +485,29 @@ struct ListenerAsyncTests {
         }
         guard await waitUntil(seconds: 10, { returned.load(ordering: .acquiring) }) else { return nil }
         return ContinuousClock.now - started
+    }
+}
+
+/// Waits (bounded) until `listener` has `count` connections open, and expects it has.
+private func expectOpenConnections(
+    _ listener: IOListener,
+    _ count: Int,
+    _ what: String = "open",
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let holds = await waitUntil { listener.openConnections == count }
+    #expect(holds, "\(what): \(listener.openConnections)", sourceLocation: sourceLocation)
+}
+
+/// Takes (bounded) every connection `listener.connections()` still produces, closing each, to
+/// the end of the sequence: how many there were, or the error that ended it; nil on time-out.
+private func drainConnections(_ listener: IOListener) async -> Result<Int, any Error>? {
+    await bounded(seconds: 10) { () async throws -> Int in
+        var count = 0
+        for try await connection in listener.connections() {
+            count += 1
+            connection.channel.close()
+        }
+        return count
     }
 }

@@ -102,10 +102,39 @@ final class ListenerLog: Sendable {
     }
 }
 
+/// A listener on 127.0.0.1, port 0, with SO_REUSEPORT: one socket on each ring of `group`,
+/// `handler` on `queue`.
+func reusePortAcceptor(
+    group: RingLoopGroup,
+    queue: DispatchQueue,
+    handler: @escaping @Sendable (IOAcceptor.Event) -> Void
+) throws(Errno) -> IOAcceptor {
+    var options = IOListener.Options()
+    options.reusePort = true
+    return try IOAcceptor(host: "127.0.0.1", port: 0, options: options, group: group, queue: queue, handler: handler)
+}
+
+/// Closes `listener`, then every connection `log` recorded it accepting (and any accepted later).
+func stop(_ listener: IOAcceptor, _ log: ListenerLog) {
+    listener.close()
+    log.closeAll()
+}
+
 extension ChannelContext {
     /// A recorder that checks the listener's handler runs on `queue`.
     func listenerLog(onAccept: (@Sendable (IOConnection) -> Void)? = nil) -> ListenerLog {
         ListenerLog(onQueue: { self.isOnQueue }, onAccept: onAccept)
+    }
+
+    /// A listener with its handler on `queue`, and the log of its handler; ``stop(_:_:)`` at the
+    /// end (defer).
+    func listening(
+        host: String,
+        port: UInt16 = 0,
+        options: IOListener.Options = IOListener.Options()
+    ) throws(Errno) -> (IOAcceptor, ListenerLog) {
+        let log = self.listenerLog()
+        return (try self.listener(host: host, port: port, options: options, log: log), log)
     }
 
     /// A listener with its handler on `queue`: the context's ring for a dispatch queue, the ring
@@ -140,12 +169,8 @@ struct ListenerAcceptTests {
     func accepts200OnIPv4(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.listenerLog()
-        let listener = try context.listener(host: "127.0.0.1", log: log)
-        defer {
-            listener.close()
-            log.closeAll()
-        }
+        let (listener, log) = try context.listening(host: "127.0.0.1")
+        defer { stop(listener, log) }
         let port = listener.port
         #expect(port != 0)
         #expect(listener.localAddresses.map(\.description) == ["127.0.0.1:\(port)"])
@@ -165,20 +190,12 @@ struct ListenerAcceptTests {
         log.expectWellFormed()
     }
 
-    @Test(
-        "accepts connections on ::1",
-        .enabled(if: ipv6LoopbackIsAvailable, "IPv6 loopback (::1) is unavailable here"),
-        arguments: QueueKind.allCases
-    )
+    @Test("accepts connections on ::1", .ipv6LoopbackAvailable, arguments: QueueKind.allCases)
     func acceptsOnIPv6(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.listenerLog()
-        let listener = try context.listener(host: "::1", log: log)
-        defer {
-            listener.close()
-            log.closeAll()
-        }
+        let (listener, log) = try context.listening(host: "::1")
+        defer { stop(listener, log) }
         let port = listener.port
         #expect(port != 0)
         let addresses = listener.localAddresses.map(\.description)
@@ -196,12 +213,8 @@ struct ListenerAcceptTests {
     func dualStack(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.listenerLog()
-        let listener = try context.listener(host: "::", log: log)
-        defer {
-            listener.close()
-            log.closeAll()
-        }
+        let (listener, log) = try context.listening(host: "::")
+        defer { stop(listener, log) }
         let port = listener.port
         #expect(port != 0)
         #expect(
@@ -221,12 +234,8 @@ struct ListenerAcceptTests {
     func localhost() throws {
         let context = try ChannelContext(.ring)
         defer { context.shutdown() }
-        let log = context.listenerLog()
-        let listener = try context.listener(host: "localhost", log: log)
-        defer {
-            listener.close()
-            log.closeAll()
-        }
+        let (listener, log) = try context.listening(host: "localhost")
+        defer { stop(listener, log) }
         let port = listener.port
         let addresses = listener.localAddresses.map(\.description)
         #expect(!addresses.isEmpty && addresses.allSatisfy { $0.hasSuffix(":\(port)") }, "\(addresses)")
@@ -240,12 +249,8 @@ struct ListenerAcceptTests {
     func roundTrip(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.listenerLog()
-        let listener = try context.listener(host: "127.0.0.1", log: log)
-        defer {
-            listener.close()
-            log.closeAll()
-        }
+        let (listener, log) = try context.listening(host: "127.0.0.1")
+        defer { stop(listener, log) }
         let clients = try connectClients(10, "127.0.0.1", listener.port)
         defer { for fd in clients { close(fd) } }
         try #require(log.waitForAccepted(10))
@@ -326,15 +331,11 @@ struct ListenerOptionTests {
     func socketOptions(noDelay: Bool, keepAlive: Bool) throws {
         let context = try ChannelContext(.ring)
         defer { context.shutdown() }
-        let log = context.listenerLog()
         var options = IOListener.Options()
         options.noDelay = noDelay
         options.keepAlive = keepAlive
-        let listener = try context.listener(host: "127.0.0.1", options: options, log: log)
-        defer {
-            listener.close()
-            log.closeAll()
-        }
+        let (listener, log) = try context.listening(host: "127.0.0.1", options: options)
+        defer { stop(listener, log) }
         let clients = try connectClients(3, "127.0.0.1", listener.port)
         defer { for fd in clients { close(fd) } }
         try #require(log.waitForAccepted(3))
@@ -349,14 +350,10 @@ struct ListenerOptionTests {
     func maxConnections(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.listenerLog()
         var options = IOListener.Options()
         options.maxConnections = 3
-        let listener = try context.listener(host: "127.0.0.1", options: options, log: log)
-        defer {
-            listener.close()
-            log.closeAll()
-        }
+        let (listener, log) = try context.listening(host: "127.0.0.1", options: options)
+        defer { stop(listener, log) }
         // All five complete the handshake (the backlog holds them); three are handed out.
         let clients = try connectClients(5, "127.0.0.1", listener.port)
         defer { for fd in clients { close(fd) } }
@@ -385,16 +382,7 @@ struct ListenerOptionTests {
         defer { group.shutdown() }
         let queue = DispatchQueue(label: "listener-reuseport")
         let log = ListenerLog()
-        var options = IOListener.Options()
-        options.reusePort = true
-        let listener = try IOAcceptor(
-            host: "127.0.0.1",
-            port: 0,
-            options: options,
-            group: group,
-            queue: queue,
-            handler: log.handler
-        )
+        let listener = try reusePortAcceptor(group: group, queue: queue, handler: log.handler)
         defer {
             listener.close()
             log.closeAll()
@@ -415,12 +403,7 @@ struct ListenerOptionTests {
     func addressesAfterClose() throws {
         let group = try RingLoopGroup(count: 2, entries: 64)
         defer { group.shutdown() }
-        var options = IOListener.Options()
-        options.reusePort = true
-        let listener = try IOAcceptor(
-            host: "127.0.0.1",
-            port: 0,
-            options: options,
+        let listener = try reusePortAcceptor(
             group: group,
             queue: DispatchQueue(label: "listener-addresses"),
             handler: { _ in }
@@ -444,18 +427,10 @@ struct ListenerOptionTests {
         defer { context.shutdown() }
         var options = IOListener.Options()
         options.reusePort = true
-        let firstLog = context.listenerLog()
-        let first = try context.listener(host: "127.0.0.1", options: options, log: firstLog)
-        defer {
-            first.close()
-            firstLog.closeAll()
-        }
-        let secondLog = context.listenerLog()
-        let second = try context.listener(host: "127.0.0.1", port: first.port, options: options, log: secondLog)
-        defer {
-            second.close()
-            secondLog.closeAll()
-        }
+        let (first, firstLog) = try context.listening(host: "127.0.0.1", options: options)
+        defer { stop(first, firstLog) }
+        let (second, secondLog) = try context.listening(host: "127.0.0.1", port: first.port, options: options)
+        defer { stop(second, secondLog) }
         #expect(second.port == first.port)
         let clients = try connectClients(40, "127.0.0.1", first.port)
         defer { for fd in clients { close(fd) } }
@@ -475,12 +450,8 @@ func acceptAtDescriptorLimit(_ queue: QueueKind) throws {
 private func acceptAtLimit(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let log = context.listenerLog()
-    let listener = try context.listener(host: "127.0.0.1", log: log)
-    defer {
-        listener.close()
-        log.closeAll()
-    }
+    let (listener, log) = try context.listening(host: "127.0.0.1")
+    defer { stop(listener, log) }
     let port = listener.port
     var clients = try connectClients(1, "127.0.0.1", port)
     defer { for fd in clients { close(fd) } }

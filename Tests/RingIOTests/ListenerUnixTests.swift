@@ -168,14 +168,10 @@ struct ListenerUnixTests {
             let thrown = await thrownError {
                 _ = try await IOConnection.connect(to: SocketAddress(unixPath: "/nonexistent/dir/x.sock"), ring: ring)
             }
-            #expect(
-                thrownError(thrown) { error in
-                    guard let error = error as? ConnectError else { return false }
-                    return error.reason == .other(.noSuchFileOrDirectory)
-                        && error.host == "unix:/nonexistent/dir/x.sock"
-                },
-                "\(String(describing: thrown))"
-            )
+            expectThrown(thrown, as: ConnectError.self) { error in
+                error.reason == .other(.noSuchFileOrDirectory)
+                    && error.host == "unix:/nonexistent/dir/x.sock"
+            }
         }
     }
 }

@@ -20,10 +20,7 @@ struct POSIXTests {
     @Test("a socket option that cannot be set is an error, not ignored; one that can reads back")
     func socketOptions() throws {
         let (pipeReader, pipeWriter) = try makePipe()
-        defer {
-            close(pipeReader)
-            close(pipeWriter)
-        }
+        defer { closeAll(pipeReader, pipeWriter) }
         #expect(throws: Errno.notSocket) {
             try _RingIOTesting.setSocketOption(pipeReader, level: SOL_SOCKET, name: SO_KEEPALIVE, to: 1)
         }
@@ -57,10 +54,7 @@ struct POSIXTests {
             _ = try _RingIOTesting.fileSize(atPath: file.path + "-missing", followingLinks: true)
         }
         let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
+        defer { closeAll(reader, writer) }
         #expect(throws: Errno.illegalSeek) { _ = try _RingIOTesting.seek(reader, to: 0, from: SEEK_CUR) }
     }
 

@@ -31,12 +31,8 @@ struct RingBarrierTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         let (left, right) = try makeSocketPair()
-        defer {
-            close(left)
-            close(right)
-        }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, left, cleanup: cleanup)
+        defer { closeAll(left, right) }
+        let (channel, cleanup) = context.channelWithCleanup(.stream, left)
         let read = context.read(channel, length: 10)
         let listener = try IOAcceptor(host: "127.0.0.1", port: 0, ring: context.ring, queue: context.queue) { _ in }
         defer { listener.close() }
@@ -56,12 +52,10 @@ struct RingBarrierTests {
         synchronousEndpoints
     )
     func dataBeforeBarrierIsDelivered(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let cleanup = context.cleanupLog()
-        let channel = context.channel(.stream, endpoint.local, cleanup: cleanup)
+        let endpoint = try context.endpoint(kind)
+        let (channel, cleanup) = context.channelWithCleanup(.stream, endpoint.local)
         let read = context.read(channel, length: .max)
         var late: [Int] = []
         for round in 0..<200 {
@@ -102,13 +96,9 @@ struct RingBarrierTests {
         arguments: QueueKind.allCases
     )
     func readinessBeforeBarrierIsDelivered(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         let log = context.sourceLog(holdMicroseconds: 0) { _ in _ = readAvailable(reader) }
         let source = context.readSource(reader)
         log.attach(to: source)

@@ -237,16 +237,10 @@ struct RingLoopTests {
     func shutdownWithOperationsInFlight() throws {
         let ring = try RingLoop(entries: 8)
         let results = Recorder<Int32>()
-        let armed = DispatchSemaphore(value: 0)
         for _ in 0..<3 {
             _RingIOTesting.timeout(nanoseconds: 30_000_000_000, on: ring) { results.append($0) }
         }
-        ring.enqueue { armed.signal() }
-        try #require(wait(armed))
-        let start = ContinuousClock.now
-        ring.shutdown()
-        #expect(ContinuousClock.now - start < .seconds(5))
-        #expect(results.all == [-ECANCELED, -ECANCELED, -ECANCELED])
+        try shutdownCancelsThree(ring, results)
         ring.shutdown()  // idempotent
     }
 
@@ -321,7 +315,6 @@ struct RingLoopShutdownTests {
     func submissionsDuringShutdown() throws {
         let ring = try RingLoop(entries: 8)
         let results = Recorder<Int32>()
-        let armed = DispatchSemaphore(value: 0)
         // Each cancelled timeout arms another long one from its handler, twice.
         let rearms = Counter()
         @Sendable func arm() {
@@ -334,12 +327,7 @@ struct RingLoopShutdownTests {
             }
         }
         arm()
-        ring.enqueue { armed.signal() }
-        try #require(wait(armed))
-        let start = ContinuousClock.now
-        ring.shutdown()
-        #expect(ContinuousClock.now - start < .seconds(5))
-        #expect(results.all == [-ECANCELED, -ECANCELED, -ECANCELED])
+        try shutdownCancelsThree(ring, results)
     }
 
     @Test("work enqueued after the ring stopped is discarded and counted, never run")
@@ -449,4 +437,20 @@ private func roundTripsOnARingThatWaitsInPoll() throws {
     #expect(counters.completions >= 203)
     #expect(counters.wakeUps >= 1)
     #expect(counters.staleCompletions == 0)
+}
+
+/// Waits until `ring` has taken what was submitted to it, shuts it down, and checks that the
+/// shutdown was prompt and that the three requests in flight ended with ECANCELED.
+private func shutdownCancelsThree(
+    _ ring: RingLoop,
+    _ results: Recorder<Int32>,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let armed = DispatchSemaphore(value: 0)
+    ring.enqueue { armed.signal() }
+    try #require(wait(armed), sourceLocation: sourceLocation)
+    let start = ContinuousClock.now
+    ring.shutdown()
+    #expect(ContinuousClock.now - start < .seconds(5), sourceLocation: sourceLocation)
+    #expect(results.all == [-ECANCELED, -ECANCELED, -ECANCELED], sourceLocation: sourceLocation)
 }

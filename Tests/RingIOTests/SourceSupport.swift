@@ -57,6 +57,16 @@ extension ChannelContext {
         IOSource.makeUserDataOrSource(queue: self.queue, ring: self.sourceRing)
     }
 
+    /// `source` with a recorder attached (``sourceLog(holdMicroseconds:onEvent:)``).
+    func recorded<Source: RecordedSource>(
+        _ source: Source,
+        holdMicroseconds: UInt32 = 200
+    ) -> (Source, SourceLog) {
+        let log = self.sourceLog(holdMicroseconds: holdMicroseconds)
+        log.attach(to: source)
+        return (source, log)
+    }
+
     /// A recorder that checks its handlers run on `queue`.
     func sourceLog(holdMicroseconds: UInt32 = 200, onEvent: (@Sendable (UInt) -> Void)? = nil) -> SourceLog {
         SourceLog(

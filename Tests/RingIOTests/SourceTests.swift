@@ -61,9 +61,7 @@ struct SourceLifecycleTests {
     func createdSuspended(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.userDataAddSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.userDataAddSource())
         source.add(data: 2)
         source.add(data: 3)
         context.barrier()
@@ -80,9 +78,7 @@ struct SourceLifecycleTests {
     func timerCreatedSuspended(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         source.schedule(after: .milliseconds(10))
         waitForRingTimers(context.ring, after: .milliseconds(20))
         context.barrier()
@@ -98,9 +94,7 @@ struct SourceLifecycleTests {
     func registrationHandler(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.userDataAddSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.userDataAddSource())
         source.add(data: 1)
         log.submitting { source.resume() }
         try #require(log.waitForEvents(1))
@@ -126,9 +120,7 @@ struct SourceLifecycleTests {
         defer { context.shutdown() }
         var outOfOrder: [[String]] = []
         for _ in 0..<50 {
-            let log = context.sourceLog(holdMicroseconds: 0)
-            let source = context.userDataAddSource()
-            log.attach(to: source)
+            let (source, log) = context.recorded(context.userDataAddSource(), holdMicroseconds: 0)
             source.resume()
             source.add(data: 1)
             try #require(log.waitForEvents(1))
@@ -143,9 +135,7 @@ struct SourceLifecycleTests {
     func countedSuspension(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.userDataAddSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.userDataAddSource())
         source.resume()
         try #require(log.waitForRegistration())
         source.suspend()
@@ -223,9 +213,7 @@ struct SourceCancelTests {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
         // Handlers that last 5 ms, while another thread keeps merging: cancel lands mid-handler.
-        let log = context.sourceLog(holdMicroseconds: 5_000)
-        let source = context.userDataAddSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.userDataAddSource(), holdMicroseconds: 5_000)
         source.resume()
         let stop = Atomic<Bool>(false)
         let merges = Atomic<Int>(0)
@@ -297,9 +285,7 @@ struct SourceCancelTests {
     func cancelWhileSuspended(_ queue: QueueKind, everResumed: Bool) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.userDataAddSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.userDataAddSource())
         if everResumed {
             source.resume()
             source.add(data: 1)
@@ -327,9 +313,7 @@ struct SourceTimerTests {
     func oneShot(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         source.resume()
         let delay = Duration.milliseconds(50)
         let start = ContinuousClock.now
@@ -349,9 +333,7 @@ struct SourceTimerTests {
     func leeway(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         let delay = Duration.milliseconds(30)
         let leeway = Duration.milliseconds(50)
         let start = ContinuousClock.now
@@ -372,9 +354,7 @@ struct SourceTimerTests {
     func repeating(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         let interval = Duration.milliseconds(20)
         let start = ContinuousClock.now
         source.schedule(after: interval, repeating: interval)
@@ -404,9 +384,7 @@ struct SourceTimerTests {
     func coalescesWhileSuspended(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         let interval = Duration.milliseconds(30)
         source.schedule(after: interval, repeating: interval)
         source.resume()
@@ -438,9 +416,7 @@ struct SourceTimerTests {
     func rescheduleNearer(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         source.schedule(after: .seconds(30))
         source.resume()
         try #require(log.waitForRegistration())
@@ -466,9 +442,7 @@ struct SourceTimerTests {
     func rescheduleClearsPendingFires(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         source.schedule(after: .milliseconds(10), repeating: .milliseconds(10))
         source.resume()
         try #require(log.waitForEvents(1))
@@ -497,9 +471,7 @@ struct SourceTimerTests {
     func neverScheduled(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource())
         source.resume()
         context.barrier()
         expectNoTimerArmed(context)
@@ -511,9 +483,7 @@ struct SourceTimerTests {
     func wallClockOneShot(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource(clock: .wallClock)
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource(clock: .wallClock))
         source.resume()
         let delay = Duration.milliseconds(50)
         let start = wallClockNow()
@@ -533,9 +503,7 @@ struct SourceTimerTests {
     func wallClockRepeating(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog()
-        let source = context.timerSource(clock: .wallClock)
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.timerSource(clock: .wallClock))
         let start = wallClockNow()
         source.schedule(after: .milliseconds(10), repeating: .milliseconds(10))
         source.resume()
@@ -559,9 +527,7 @@ struct SourceCustomTests {
     func addUnderThreads(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog(holdMicroseconds: 20)
-        let source = context.userDataAddSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.userDataAddSource(), holdMicroseconds: 20)
         source.resume()
         try #require(log.waitForRegistration())
         // Thread t merges t + 1 each time: 10,000 × (1 + … + 8).
@@ -578,9 +544,7 @@ struct SourceCustomTests {
     func orUnderThreads(_ queue: QueueKind) throws {
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog(holdMicroseconds: 20)
-        let source = context.userDataOrSource()
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.userDataOrSource(), holdMicroseconds: 20)
         source.resume()
         try #require(log.waitForRegistration())
         // Thread t merges bits 4t ..< 4t + 4, one at a time: 32 bits in all.
@@ -712,13 +676,10 @@ struct SourceReadinessTests {
         readinessEndpoints
     )
     func readableLevelTriggered(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.readSource(endpoint.local)
-        log.attach(to: source)
+        let endpoint = try context.endpoint(kind)
+        let (source, log) = context.recorded(context.readSource(endpoint.local), holdMicroseconds: 1_000)
         source.resume()
         try #require(log.waitForRegistration())
         context.barrier()
@@ -737,10 +698,9 @@ struct SourceReadinessTests {
         readinessEndpoints
     )
     func readableDrained(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
+        let endpoint = try context.endpoint(kind)
         let received = _Lock<[UInt8]>([])
         let log = context.sourceLog { _ in
             let bytes = readAvailable(endpoint.local)
@@ -763,13 +723,10 @@ struct SourceReadinessTests {
 
     @Test("readable: end of file fires, with data 0", arguments: QueueKind.allCases, readinessEndpoints)
     func readableAtEOF(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.readSource(endpoint.local)
-        log.attach(to: source)
+        let endpoint = try context.endpoint(kind)
+        let (source, log) = context.recorded(context.readSource(endpoint.local), holdMicroseconds: 1_000)
         source.resume()
         try #require(log.waitForRegistration())
         endpoint.closeRemote()
@@ -780,16 +737,10 @@ struct SourceReadinessTests {
 
     @Test("readable: suspend stops delivery, resume restarts it", arguments: QueueKind.allCases)
     func readableSuspended(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.readSource(reader)
-        log.attach(to: source)
+        let (reader, writer) = try context.pipe()
+        let (source, log) = context.recorded(context.readSource(reader), holdMicroseconds: 1_000)
         writeAll(writer, bytes("waiting"))
         source.resume()
         try #require(log.waitForEvents(2))
@@ -810,14 +761,11 @@ struct SourceReadinessTests {
         readinessEndpoints
     )
     func writable(_ queue: QueueKind, _ kind: EndpointKind) throws {
-        let endpoint = try StreamEndpoint(kind)
-        defer { endpoint.close() }
         let context = try ChannelContext(queue)
         defer { context.shutdown() }
-        let log = context.sourceLog(holdMicroseconds: 1_000)
+        let endpoint = try context.endpoint(kind)
         // The end the test writes to: a pipe's write end.
-        let source = context.writeSource(endpoint.remote)
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.writeSource(endpoint.remote), holdMicroseconds: 1_000)
         source.resume()
         #expect(log.waitForEvents(2), "a writable source whose handler doesn't write fires again: \(log.data)")
         #expect(log.data.allSatisfy { $0 > 0 }, "no space in an empty \(kind): \(log.data)")
@@ -826,20 +774,14 @@ struct SourceReadinessTests {
 
     @Test("writable: a full pipe fires only once the reader makes room", arguments: QueueKind.allCases)
     func writableWhenFull(_ queue: QueueKind) throws {
-        let (reader, writer) = try makePipe()
-        defer {
-            close(reader)
-            close(writer)
-        }
+        let context = try ChannelContext(queue)
+        defer { context.shutdown() }
+        let (reader, writer) = try context.pipe()
         try #require(fcntl(writer, F_SETFL, fcntl(writer, F_GETFL) | O_NONBLOCK) == 0)
         let chunk = [UInt8](repeating: 7, count: 4_096)
         while write(writer, chunk, chunk.count) > 0 {}
         try #require(errno == EAGAIN)
-        let context = try ChannelContext(queue)
-        defer { context.shutdown() }
-        let log = context.sourceLog(holdMicroseconds: 1_000)
-        let source = context.writeSource(writer)
-        log.attach(to: source)
+        let (source, log) = context.recorded(context.writeSource(writer), holdMicroseconds: 1_000)
         source.resume()
         try #require(log.waitForRegistration())
         context.barrier()
@@ -985,9 +927,7 @@ private func sendOneByOne(_ signal: CInt, count: Int, expecting logs: [SourceLog
 func signalsAreCounted(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let log = context.sourceLog()
-    let source = context.signalSource(SIGUSR1)
-    log.attach(to: source)
+    let (source, log) = context.recorded(context.signalSource(SIGUSR1))
     source.resume()
     try #require(log.waitForRegistration(), "no registration handler within 5 s")
     sendOneByOne(SIGUSR1, count: 5, expecting: [log])
@@ -1000,9 +940,7 @@ func signalsAreCounted(_ queue: QueueKind) throws {
 func signalsCoalesceWhileSuspended(_ queue: QueueKind) throws {
     let context = try ChannelContext(queue)
     defer { context.shutdown() }
-    let log = context.sourceLog()
-    let source = context.signalSource(SIGUSR1)
-    log.attach(to: source)
+    let (source, log) = context.recorded(context.signalSource(SIGUSR1))
     source.resume()
     try #require(log.waitForRegistration(), "no registration handler within 5 s")
     sendOneByOne(SIGUSR1, count: 1, expecting: [log])
@@ -1076,9 +1014,7 @@ private func ignoredSignalReachesSource(_ queue: QueueKind) throws {
     defer { context.shutdown() }
     signal(SIGUSR2, SIG_IGN)
     let ignored = disposition(of: SIGUSR2)
-    let log = context.sourceLog()
-    let source = context.signalSource(SIGUSR2)
-    log.attach(to: source)
+    let (source, log) = context.recorded(context.signalSource(SIGUSR2))
     source.resume()
     try #require(log.waitForRegistration(), "no registration handler within 5 s")
     sendOneByOne(SIGUSR2, count: 2, expecting: [log])
@@ -1087,9 +1023,7 @@ private func ignoredSignalReachesSource(_ queue: QueueKind) throws {
 
     // SIG_DFL: the source must hold the signal off while it lives (SIGUSR2 would end the process).
     setDisposition(of: SIGUSR2, to: nil)
-    let defaultLog = context.sourceLog()
-    let defaultSource = context.signalSource(SIGUSR2)
-    defaultLog.attach(to: defaultSource)
+    let (defaultSource, defaultLog) = context.recorded(context.signalSource(SIGUSR2))
     defaultSource.resume()
     try #require(defaultLog.waitForRegistration(), "no registration handler within 5 s")
     sendOneByOne(SIGUSR2, count: 1, expecting: [defaultLog])

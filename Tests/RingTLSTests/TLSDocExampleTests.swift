@@ -16,11 +16,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite(
-    "RingTLS: the documentation's examples",
-    .enabled(if: ringIsAvailable, ringUnavailableReason),
-    .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
-)
+@Suite("RingTLS: the documentation's examples", .enabled(if: ringIsAvailable, ringUnavailableReason), .opensslAvailable)
 struct TLSDocExampleTests {
     /// Sources/RingTLS/RingTLS.docc/RingTLS.md's server, with the test's certificate files,
     /// 127.0.0.1 and port 0: keep the two in step.
@@ -190,13 +186,7 @@ struct TLSDocExampleTests {
         }
         defer { listener.close() }
 
-        let fd = try connectLoopback(port: listener.port)
-        let stream = try TLSStream(
-            clientOn: fd,
-            ring: ring,
-            context: try pki.clientContext(),
-            serverName: "localhost"
-        )
+        let stream = try tlsClient(port: listener.port, ring: ring, context: try pki.clientContext())
         let payload = pattern(70_000)
         let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: payload), queue: ring)
         #expect(exchange.readEnd.wait() == .some(nil))

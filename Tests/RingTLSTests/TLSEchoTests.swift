@@ -61,24 +61,6 @@ final class TLSEchoServer: Sendable {
     }
 }
 
-/// A list appended to from several threads.
-final class Recorder<Element: Sendable>: Sendable {
-    private let items = _Lock<[Element]>([])
-    func append(_ item: Element) { self.items.withLock { $0.append(item) } }
-    var all: [Element] { self.items.withLock { $0 } }
-    var count: Int { self.items.withLock { $0.count } }
-
-    /// Waits (polling, bounded) until `count` items are recorded.
-    func wait(for count: Int, seconds: Double = 20) -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-        while self.count < count {
-            if ContinuousClock.now > deadline { return false }
-            usleep(2_000)
-        }
-        return true
-    }
-}
-
 /// A client's exchange: writes `payload`, half-closes, reads to the server's `close_notify`.
 struct EchoExchange {
     let received = Collected()
@@ -105,7 +87,7 @@ struct EchoExchange {
 @Suite(
     "TLSStream: a RingTLS client against a RingTLS server",
     .enabled(if: ringIsAvailable, ringUnavailableReason),
-    .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
+    .opensslAvailable
 )
 struct TLSEchoTests {
     /// The engines to run on here: io_uring where the kernel allows it, and epoll always.
@@ -131,13 +113,7 @@ struct TLSEchoTests {
         var exchanges: [(EchoExchange, [UInt8])] = []
         for (index, size) in sizes.enumerated() {
             let ring = group.rings[index % 2]
-            let fd = try connectLoopback(port: server.port)
-            let stream = try TLSStream(
-                clientOn: fd,
-                ring: ring,
-                context: clientContext,
-                serverName: "localhost"
-            )
+            let stream = try tlsClient(port: server.port, ring: ring, context: clientContext)
             let payload = pattern(size, seed: index)
             // A rope of many regions, as a server's response is: the write must not flatten it.
             let rope = fragmentedRope(payload)
@@ -189,22 +165,12 @@ struct TLSEchoTests {
         let payload = pattern(200_000, seed: 7)
         let outcome = await onThread {
             runAsync(on: ring) { () async throws -> [UInt8] in
-                let fd = try connectLoopback(port: listener.port)
-                let tls = try TLSStream(
-                    clientOn: fd,
-                    ring: ring,
-                    context: clientContext,
-                    serverName: "localhost"
-                )
+                let tls = try tlsClient(port: listener.port, ring: ring, context: clientContext)
                 let handshake = try await tls.handshake()
                 #expect(handshake.applicationProtocol == "http/1.1")
                 try await tls.write(ByteRope(copying: payload[..<100_000]))
                 try await tls.write(ByteRope(copying: payload[100_000...]))
-                tls.closeWrite()
-                var received: [UInt8] = []
-                for try await data in tls.reads() { received += Array(data) }
-                tls.close()
-                return received
+                return try await tls.closeWriteAndReadEcho()
             }
         }
         let received = try #require(outcome, "the client did not finish").get()
@@ -223,13 +189,7 @@ struct TLSEchoTests {
         let clientContext = try pki.clientContext()
         let outcome = await onThread {
             runAsync(on: ring) { () async throws -> [UInt8] in
-                let fd = try connectLoopback(port: server.port)
-                let tls = try TLSStream(
-                    clientOn: fd,
-                    ring: ring,
-                    context: clientContext,
-                    serverName: "localhost"
-                )
+                let tls = try tlsClient(port: server.port, ring: ring, context: clientContext)
                 _ = try await tls.handshake()
                 // A task waits for data that does not come, and is cancelled.
                 let waiting = Task(executorPreference: ring.taskExecutor) { () async -> TLSError? in
@@ -245,11 +205,7 @@ struct TLSEchoTests {
                 #expect(error?.code == .canceled, "\(String(describing: error))")
                 // The stream is intact: an echo still comes back whole.
                 try await tls.write(ByteRope(copying: bytes("after the cancellation")))
-                tls.closeWrite()
-                var received: [UInt8] = []
-                for try await data in tls.reads() { received += Array(data) }
-                tls.close()
-                return received
+                return try await tls.closeWriteAndReadEcho()
             }
         }
         let received = try #require(outcome, "the client did not finish").get()
@@ -263,12 +219,12 @@ struct TLSEchoTests {
         defer { group.shutdown() }
         let ring = group.rings[0]
         let server = try TLSEchoServer(group: group, context: try pki.serverContext())
-        let fd = try connectLoopback(port: server.port)
-        let tls = try TLSStream(
-            clientOn: fd,
+        // The certificate names the address too.
+        let tls = try tlsClient(
+            port: server.port,
             ring: ring,
             context: try pki.clientContext(),
-            serverName: "127.0.0.1"  // the certificate names the address too
+            serverName: "127.0.0.1"
         )
         let payload = pattern(10_000)
         let written = Pending<TLSError?>()
@@ -353,13 +309,7 @@ struct TLSEchoTests {
             context: try pki.serverContext(configure: { $0.sessionResumption = false })
         )
         for _ in 0..<2 {
-            let fd = try connectLoopback(port: plain.port)
-            let stream = try TLSStream(
-                clientOn: fd,
-                ring: ring,
-                context: clientContext,
-                serverName: "localhost"
-            )
+            let stream = try tlsClient(port: plain.port, ring: ring, context: clientContext)
             let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: [7]), queue: ring)
             #expect(try #require(exchange.handshake.wait()).get().isResumed == false)
             #expect(exchange.readEnd.wait() == .some(nil))
@@ -383,9 +333,8 @@ struct TLSEchoTests {
         )
         let server = try TLSEchoServer(group: group, context: context)
         for name in ["other.example", "localhost"] {
-            let fd = try connectLoopback(port: server.port)
-            let stream = try TLSStream(
-                clientOn: fd,
+            let stream = try tlsClient(
+                port: server.port,
                 ring: ring,
                 context: try pki.clientContext(alpn: ["echo"]),
                 serverName: name
@@ -416,13 +365,7 @@ struct TLSEchoTests {
             $0.privateKey = try? TLSPrivateKey(pemFile: FilePath(pki.clientKey))
         })
         for (context, accepted) in [(withCertificate, true), (try pki.clientContext(), false)] {
-            let fd = try connectLoopback(port: server.port)
-            let stream = try TLSStream(
-                clientOn: fd,
-                ring: ring,
-                context: context,
-                serverName: "localhost"
-            )
+            let stream = try tlsClient(port: server.port, ring: ring, context: context)
             let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: bytes("mutual")), queue: ring)
             // TLS 1.3: the client's handshake is over before the server has checked its
             // certificate; a refusal reaches the client as an alert on its read.
@@ -458,13 +401,7 @@ struct TLSEchoTests {
             $0.cipherList = "ECDHE-ECDSA-AES128-GCM-SHA256"
         })
         let server = try TLSEchoServer(group: group, context: context)
-        let fd = try connectLoopback(port: server.port)
-        let stream = try TLSStream(
-            clientOn: fd,
-            ring: ring,
-            context: try pki.clientContext(),
-            serverName: "localhost"
-        )
+        let stream = try tlsClient(port: server.port, ring: ring, context: try pki.clientContext())
         let payload = pattern(50_000)
         let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: payload), queue: ring)
         let handshake = try #require(exchange.handshake.wait()).get()
@@ -489,9 +426,14 @@ func fragmentedRope(_ bytes: [UInt8]) -> ByteRope {
     return rope
 }
 
-/// Runs the blocking `body` on a thread of its own and returns its result.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        startThread { continuation.resume(returning: body()) }
+extension TLSStream {
+    /// Ends the writing side, reads everything the peer sends until the end of its stream, then
+    /// closes: what an echo gave back.
+    func closeWriteAndReadEcho() async throws -> [UInt8] {
+        self.closeWrite()
+        var received: [UInt8] = []
+        for try await data in self.reads() { received += Array(data) }
+        self.close()
+        return received
     }
 }

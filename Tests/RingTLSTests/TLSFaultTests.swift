@@ -73,11 +73,7 @@ private let badRecordClient = """
     print("echo:", plain.decode())
     """
 
-@Suite(
-    "TLSStream: bad input and broken peers",
-    .enabled(if: ringIsAvailable, ringUnavailableReason),
-    .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
-)
+@Suite("TLSStream: bad input and broken peers", .enabled(if: ringIsAvailable, ringUnavailableReason), .opensslAvailable)
 struct TLSFaultTests {
     @Test(
         "garbage instead of a ClientHello: the handshake fails with OpenSSL's reason; the socket closes",
@@ -112,41 +108,24 @@ struct TLSFaultTests {
     }
 
     @Test(
-        "a truncated record, then EOF: the records before it are delivered, then .uncleanShutdown",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        "a bad record from the peer: the records before it are delivered, then the error",
+        .installed("python3"),
+        arguments: BadRecord.all
     )
-    func truncatedRecord() throws {
+    func badRecord(_ record: BadRecord) throws {
         let pki = TestPKI.shared
         let group = try RingLoopGroup(count: 1)
         defer { group.shutdown() }
         let server = try TLSEchoServer(group: group, context: try pki.serverContext())
-        let result = runPython(badRecordClient, ["\(server.port)", pki.caCertificate, "truncated"])
+        let result = runPython(badRecordClient, ["\(server.port)", pki.caCertificate, record.mode])
         #expect(result.status == 0, "\(result)")
-        // The good record came back whole, before the end.
-        #expect(result.text.contains("echo: complete record\n"), "\(result)")
+        #expect(result.text.contains(record.clientSees), "\(result)")
         #expect(server.readEnds.wait(for: 1))
         let end = try #require(server.readEnds.all.first)
-        #expect(end?.code == .uncleanShutdown, "\(String(describing: end))")
-        #expect(server.received.all == bytes("complete record\n"))
-        #expect(server.closed.wait(for: 1), "the connection was not closed")
-    }
-
-    @Test(
-        "a corrupted record: .protocolError (bad record MAC), the peer gets the alert, nothing before it is lost",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
-    )
-    func corruptedRecord() throws {
-        let pki = TestPKI.shared
-        let group = try RingLoopGroup(count: 1)
-        defer { group.shutdown() }
-        let server = try TLSEchoServer(group: group, context: try pki.serverContext())
-        let result = runPython(badRecordClient, ["\(server.port)", pki.caCertificate, "corrupted"])
-        #expect(result.status == 0, "\(result)")
-        #expect(result.text.contains("alert: SSLV3_ALERT_BAD_RECORD_MAC"), "\(result)")
-        #expect(server.readEnds.wait(for: 1))
-        let end = try #require(server.readEnds.all.first)
-        #expect(end?.code == .protocolError, "\(String(describing: end))")
-        #expect(end?.reason.contains("bad record mac") == true, "\(String(describing: end))")
+        #expect(end?.code == record.code, "\(String(describing: end))")
+        if let reason = record.reason {
+            #expect(end?.reason.contains(reason) == true, "\(String(describing: end))")
+        }
         #expect(server.received.all == bytes("complete record\n"))
         #expect(server.closed.wait(for: 1), "the connection was not closed")
     }
@@ -193,11 +172,7 @@ struct TLSFaultTests {
             context: context,
             serverName: "localhost"
         )
-        let outcome = Pending<Result<TLSStream.Handshake, TLSError>>()
-        stream.handshake(queue: ring) { outcome.set($0) }
-        let result = try #require(outcome.wait())
-        guard case .failure(let error) = result else {
-            Issue.record("a silent server completed a handshake")
+        guard let error = try handshakeFailure(stream, on: ring, else: "a silent server completed a handshake") else {
             return
         }
         #expect(error.code == .handshakeTimedOut)
@@ -205,7 +180,7 @@ struct TLSFaultTests {
         let write = Pending<TLSError?>()
         stream.write(ByteRope(copying: [1]), queue: ring) { _, _, error in write.set(error) }
         #expect(write.wait()??.code == .handshakeTimedOut)
-        #expect(eventually { stream.channel.fileDescriptor == -1 }, "the channel was not closed")
+        #expect(eventually(seconds: 20) { stream.channel.fileDescriptor == -1 }, "the channel was not closed")
     }
 
     @Test(
@@ -220,20 +195,19 @@ struct TLSFaultTests {
         defer { group.shutdown() }
         let ring = group.rings[0]
         let server = try TLSEchoServer(group: group, context: try pki.serverContext(leaf: leaf))
-        let fd = try connectLoopback(port: server.port)
-        let stream = try TLSStream(
-            clientOn: fd,
+        let stream = try tlsClient(
+            port: server.port,
             ring: ring,
             context: try pki.clientContext(),
             serverName: serverName
         )
-        let outcome = Pending<Result<TLSStream.Handshake, TLSError>>()
-        stream.handshake(queue: ring) { outcome.set($0) }
-        let result = try #require(outcome.wait())
-        guard case .failure(let error) = result else {
-            Issue.record("the client accepted the \(leaf) certificate as \(serverName)")
-            return
-        }
+        guard
+            let error = try handshakeFailure(
+                stream,
+                on: ring,
+                else: "the client accepted the \(leaf) certificate as \(serverName)"
+            )
+        else { return }
         #expect(error.code == .certificateVerificationFailed, "\(error)")
         let failure = try #require(error.verificationFailure)
         switch why {
@@ -253,7 +227,7 @@ struct TLSFaultTests {
             Issue.record("the server finished a handshake the client refused")
         }
         #expect(server.closed.wait(for: 1))
-        #expect(eventually { stream.channel.fileDescriptor == -1 }, "the client's channel was not closed")
+        #expect(eventually(seconds: 20) { stream.channel.fileDescriptor == -1 }, "the client's channel was not closed")
     }
 
     @Test("without host name checking the chain is still checked; with none, anything goes (tests only)")
@@ -269,12 +243,10 @@ struct TLSFaultTests {
         ]
         for (leaf, mode, accepted) in cases {
             let server = try TLSEchoServer(group: group, context: try pki.serverContext(leaf: leaf))
-            let fd = try connectLoopback(port: server.port)
-            let stream = try TLSStream(
-                clientOn: fd,
+            let stream = try tlsClient(
+                port: server.port,
                 ring: ring,
-                context: try pki.clientContext(configure: { $0.certificateVerification = mode }),
-                serverName: "localhost"
+                context: try pki.clientContext(configure: { $0.certificateVerification = mode })
             )
             let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: bytes(leaf)), queue: ring)
             let outcome = try #require(exchange.handshake.wait())
@@ -289,7 +261,7 @@ struct TLSFaultTests {
 
     @Test(
         "a client that never sends close_notify: every byte is delivered, then .uncleanShutdown",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        .installed("python3")
     )
     func noCloseNotify() throws {
         let pki = TestPKI.shared
@@ -378,14 +350,54 @@ struct TLSFaultTests {
     }
 }
 
-/// Polls `condition` (bounded) until it holds.
-func eventually(seconds: Double = 20, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        usleep(2_000)
+/// A record the Python client (`badRecordClient`) spoils after a good one, and what each side
+/// then sees.
+struct BadRecord: Sendable, CustomTestStringConvertible {
+    /// The client's mode.
+    let mode: String
+    /// What the client prints.
+    let clientSees: String
+    /// How the server's read ends.
+    let code: TLSError.Code
+    /// What the error's reason says, where it is checked.
+    let reason: String?
+    let testDescription: String
+
+    static let all = [
+        // The good record comes back whole, before the end.
+        BadRecord(
+            mode: "truncated",
+            clientSees: "echo: complete record\n",
+            code: .uncleanShutdown,
+            reason: nil,
+            testDescription: "a truncated record, then EOF: .uncleanShutdown"
+        ),
+        BadRecord(
+            mode: "corrupted",
+            clientSees: "alert: SSLV3_ALERT_BAD_RECORD_MAC",
+            code: .protocolError,
+            reason: "bad record mac",
+            testDescription: "a corrupted record: .protocolError (bad record MAC), the peer gets the alert"
+        ),
+    ]
+}
+
+/// Starts `stream`'s handshake and waits (bounded) for its outcome: the error it failed with;
+/// nil, with the issue `unexpected` recorded, when it succeeded.
+func handshakeFailure(
+    _ stream: TLSStream,
+    on queue: some IOQueue,
+    else unexpected: Comment,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> TLSError? {
+    let outcome = Pending<Result<TLSStream.Handshake, TLSError>>()
+    stream.handshake(queue: queue) { outcome.set($0) }
+    let result = try #require(outcome.wait(), sourceLocation: sourceLocation)
+    guard case .failure(let error) = result else {
+        Issue.record(unexpected, sourceLocation: sourceLocation)
+        return nil
     }
-    return true
+    return error
 }
 
 /// Reads until EOF (or an error, or the receive time-out); whether it was EOF.

@@ -58,11 +58,7 @@ final class TLSFileServer: Sendable {
     }
 }
 
-@Suite(
-    "TLSStream: kernel TLS and file sends",
-    .enabled(if: ringIsAvailable, ringUnavailableReason),
-    .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
-)
+@Suite("TLSStream: kernel TLS and file sends", .enabled(if: ringIsAvailable, ringUnavailableReason), .opensslAvailable)
 struct TLSOffloadTests {
     @Test("the kernel TLS probe agrees with the kernel's own answer to TCP_ULP \"tls\"")
     func probe() throws {
@@ -92,12 +88,10 @@ struct TLSOffloadTests {
         let ring = group.rings[0]
         let context = try pki.serverContext(configure: { $0.kernelTLS = .whenAvailable })
         let server = try TLSEchoServer(group: group, context: context)
-        let fd = try connectLoopback(port: server.port)
-        let stream = try TLSStream(
-            clientOn: fd,
+        let stream = try tlsClient(
+            port: server.port,
             ring: ring,
-            context: try pki.clientContext(configure: { $0.kernelTLS = .whenAvailable }),
-            serverName: "localhost"
+            context: try pki.clientContext(configure: { $0.kernelTLS = .whenAvailable })
         )
         let payload = pattern(100_000)
         let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: payload), queue: ring)
@@ -165,13 +159,7 @@ struct TLSOffloadTests {
                 offset: Int64(offset),
                 length: length
             )
-            let fd = try connectLoopback(port: server.port)
-            let stream = try TLSStream(
-                clientOn: fd,
-                ring: ring,
-                context: try pki.clientContext(),
-                serverName: "localhost"
-            )
+            let stream = try tlsClient(port: server.port, ring: ring, context: try pki.clientContext())
             let received = Collected()
             let end = Pending<TLSError?>()
             stream.read(queue: ring) { done, data, error in

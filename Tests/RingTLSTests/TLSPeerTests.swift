@@ -104,13 +104,10 @@ final class TLSLineServer: Sendable {
 @Suite(
     "TLSStream with real peers: curl, openssl, Python",
     .enabled(if: ringIsAvailable, ringUnavailableReason),
-    .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
+    .opensslAvailable
 )
 struct TLSPeerTests {
-    @Test(
-        "curl: --cacert verifies the chain, ALPN picks http/1.1, two requests on one connection",
-        .enabled(if: toolExists("curl"), "curl is not installed")
-    )
+    @Test("curl: --cacert verifies the chain, ALPN picks http/1.1, two requests on one connection", .installed("curl"))
     func curl() throws {
         let pki = TestPKI.shared
         let group = try RingLoopGroup(count: 2)
@@ -184,7 +181,7 @@ struct TLSPeerTests {
 
     @Test(
         "Python's ssl client: verified, ALPN, 1 MB echoed, close_notify both ways, a resumed session",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        .installed("python3")
     )
     func pythonClient() throws {
         let pki = TestPKI.shared
@@ -223,7 +220,7 @@ struct TLSPeerTests {
 
     @Test(
         "a RingTLS client against Python's ssl server: verified, ALPN, echoed bytes, clean ends",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        .installed("python3")
     )
     func pythonServer() throws {
         let pki = TestPKI.shared
@@ -256,13 +253,7 @@ struct TLSPeerTests {
         let group = try RingLoopGroup(count: 1)
         defer { group.shutdown() }
         let ring = group.rings[0]
-        let fd = try connectLoopback(port: port)
-        let stream = try TLSStream(
-            clientOn: fd,
-            ring: ring,
-            context: try pki.clientContext(alpn: ["echo"]),
-            serverName: "localhost"
-        )
+        let stream = try tlsClient(port: port, ring: ring, context: try pki.clientContext(alpn: ["echo"]))
         let payload = pattern(500_000, seed: 3)
         let exchange = EchoExchange(stream: stream, payload: fragmentedRope(payload), queue: ring)
         let handshake = try #require(exchange.handshake.wait()).get()
@@ -295,13 +286,7 @@ struct TLSPeerTests {
                 "s_server did not start: \(server.errors)"
             )
             let port = try #require(accept.split(separator: ":").last.flatMap { UInt16($0.trimmingSpaces) })
-            let fd = try connectLoopback(port: port)
-            let stream = try TLSStream(
-                clientOn: fd,
-                ring: ring,
-                context: try pki.clientContext(alpn: ["echo"]),
-                serverName: "localhost"
-            )
+            let stream = try tlsClient(port: port, ring: ring, context: try pki.clientContext(alpn: ["echo"]))
             let received = Collected()
             let readEnd = Pending<TLSError?>()
             let handshake = Pending<Result<TLSStream.Handshake, TLSError>>()

@@ -33,6 +33,18 @@ func toolExists(_ name: String) -> Bool {
 /// The suites need the `openssl` command to make their certificates.
 let opensslExists = toolExists("openssl")
 
+extension Trait where Self == ConditionTrait {
+    /// Skips a suite where the openssl command, which makes the tests' certificates, is missing.
+    /// Skips a test where the command `tool`, its peer, is not installed.
+    static func installed(_ tool: String) -> Self {
+        .enabled(if: toolExists(tool), "\(tool) is not installed")
+    }
+
+    static var opensslAvailable: Self {
+        .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
+    }
+}
+
 // MARK: - Certificates
 
 /// A small PKI made with the `openssl` command when the tests first need it, in a temporary
@@ -349,27 +361,18 @@ func runPython(_ script: String, _ arguments: [String], seconds: Double = 30) ->
     runTool("python3", ["-c", script] + arguments, seconds: seconds)
 }
 
-/// Runs `body` on a new detached thread.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-    final class Work: Sendable {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-    var thread = pthread_t()
-    let started = pthread_create(
-        &thread,
-        nil,
-        { raw in
-            Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().run()
-            return nil
-        },
-        Unmanaged.passRetained(Work(body)).toOpaque()
-    )
-    precondition(started == 0, "pthread_create: \(started)")
-    pthread_detach(thread)
-}
-
 // MARK: - Sockets
+
+/// A TLS client on a new connection to 127.0.0.1:`port` (``connectLoopback(port:host:)``), on
+/// `ring`, checking the server's certificate against `serverName`.
+func tlsClient(
+    port: UInt16,
+    ring: RingLoop,
+    context: TLSContext,
+    serverName: String = "localhost"
+) throws -> TLSStream {
+    try TLSStream(clientOn: try connectLoopback(port: port), ring: ring, context: context, serverName: serverName)
+}
 
 /// A TCP socket connected to 127.0.0.1:`port` with a blocking `connect` (the tests' stand-in
 /// for RingIO's connect, which is not there yet), close-on-exec, TCP_NODELAY.
