@@ -9,7 +9,7 @@
 # Builds Tools/seccomp/deny-io-uring.c into its own scratch directory (.build-seccomp), checks
 # that the filter really refuses the three io_uring calls (and that without it they are not
 # refused, or the run would prove nothing), then runs `swift test "$@"` under it. Every process
-# the tests start (exit tests' children, the example servers) inherits the filter.
+# the tests start (exit tests' children, the servers a test runs) inherits the filter.
 # RINGIO_BACKEND is cleared, so that the engine is chosen as it would be in a container.
 #
 # Fails when `swift test` fails, and also when it "passed" without proving anything: when no

@@ -1,12 +1,11 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example tests: http-server, as a process, with clients nobody here wrote.
+// RingIO — server tests: http-server, as a process, with clients nobody here wrote.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch
-import RingIOTestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: what a static file's response depends on — validators, conditional
+// RingIO — benchmark server: what a static file's response depends on — validators, conditional
 // requests, byte ranges, the media type.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: both directions of one proxied connection.
+// RingIO — benchmark server: both directions of one proxied connection.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: what the server answers, the same for handlers and for async/await.
+// RingIO — benchmark server: what the server answers, the same for handlers and for async/await.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: the files the server keeps open (and small ones mapped) between requests.
+// RingIO — benchmark server: the files the server keeps open (and small ones mapped) between requests.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: the echo server's connections with async/await (--api async).
+// RingIO — benchmark server: the echo server's connections with async/await (--api async).
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: one HTTP/1.1 connection served by a task (--api async).
+// RingIO — benchmark server: one HTTP/1.1 connection served by a task (--api async).
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

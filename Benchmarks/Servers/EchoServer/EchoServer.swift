@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: an echo server on RingIO's public API.
+// RingIO — benchmark server: an echo server on RingIO's public API.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

@@ -1,12 +1,11 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example tests: tcp-proxy, as a process, between real clients and echo servers.
+// RingIO — server tests: tcp-proxy, as a process, between real clients and echo servers.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
 import Dispatch
-import RingIOTestSupport
 import Synchronization
 import Testing
 

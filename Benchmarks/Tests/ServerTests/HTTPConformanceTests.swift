@@ -1,12 +1,11 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example tests: http-server against the Host, request-target, version and
+// RingIO — server tests: http-server against the Host, request-target, version and
 // chunk-extension rules of RFC 9110 and RFC 9112, over real sockets.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
-import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)

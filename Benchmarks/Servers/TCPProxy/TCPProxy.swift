@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: a TCP proxy that forwards the bytes it receives without copying them.
+// RingIO — benchmark server: a TCP proxy that forwards the bytes it receives without copying them.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -16,7 +16,7 @@ import Glibc
 /// Accepts connections and connects each to the upstream; what one side sends is written to
 /// the other as it came — the kernel's receive buffers, as ropes, with no copy.
 ///
-///     swift run -c release tcp-proxy --port 7001 --upstream 127.0.0.1:7000
+///     swift run -c release --package-path Benchmarks tcp-proxy --port 7001 --upstream 127.0.0.1:7000
 @main
 struct TCPProxy: ParsableCommand {
     static let configuration = CommandConfiguration(

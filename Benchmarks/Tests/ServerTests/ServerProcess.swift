@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example tests: running a built example server as a process.
+// RingIO — server tests: running a built server as a process.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -7,25 +7,24 @@
 
 import Dispatch
 import RingIO
-import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// An example server started as a child process on port 0; its port is read from the first
+/// A server started as a child process on port 0; its port is read from the first
 /// line it prints ("… listening on HOST:PORT…").
 final class ServerProcess: Sendable {
     let pid: pid_t
     let port: UInt16
-    private let exited = _Lock(false)
+    private let exited = Locked(false)
     private let printed = PrintedOutput()
 
     /// What the server printed: everything, when it is kept (`keepingOutput`), complete once
     /// `ended` is signalled (the server closed its standard output: it exited).
     private final class PrintedOutput: Sendable {
-        let bytes = _Lock<[UInt8]>([])
+        let bytes = Locked<[UInt8]>([])
         let ended = DispatchSemaphore(value: 0)
     }
 

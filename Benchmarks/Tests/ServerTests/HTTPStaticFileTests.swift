@@ -1,12 +1,11 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example tests: http-server as a static file server — sizes, validators,
+// RingIO — server tests: http-server as a static file server — sizes, validators,
 // conditional requests, ranges, redirects, error bodies — with curl and Python's http.client.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
-import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)

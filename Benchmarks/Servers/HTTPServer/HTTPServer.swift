@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: an HTTP/1.1 server on RingIO and RingHTTP's public API.
+// RingIO — benchmark server: an HTTP/1.1 server on RingIO and RingHTTP's public API.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0

@@ -1,11 +1,10 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example tests: running the clients (curl, python3, wrk) as processes.
+// RingIO — server tests: running the clients (curl, python3, wrk) as processes.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
-import RingIOTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -117,7 +116,7 @@ func runPython(_ script: String, _ arguments: [String], seconds: Double = 20) ->
     runTool("python3", ["-c", script] + arguments, seconds: seconds)
 }
 
-/// The directory of the test bundle, where the example executables are built.
+/// The directory of the test bundle, where the servers are built.
 var builtProductsDirectory: String {
     var path = [CChar](repeating: 0, count: 4_096)
     let count = readlink("/proc/self/exe", &path, path.count - 1)

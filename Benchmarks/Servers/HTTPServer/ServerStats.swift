@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — example: the echo server's counters (--stats), reported on SIGUSR1.
+// RingIO — benchmark server: the HTTP server's counters (--stats), reported on SIGUSR1.
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -14,8 +14,9 @@ import Glibc
 
 /// What the server did, counted when `--stats` is on (the server holds no instance otherwise,
 /// so the counting costs nothing then): connections accepted and closed, and the channel
-/// operations started and finished — a read or a write is finished when its final handler ran
-/// (`done`), or, with async/await, when its await returned or threw.
+/// operations started and finished, on sockets and on the files served — a read or a write is
+/// finished when its final handler ran (`done`), or, with async/await, when its await returned
+/// or threw.
 ///
 /// On SIGUSR1 (a signal source on the first ring) the server prints them as one JSON line:
 ///
@@ -27,7 +28,7 @@ import Glibc
 /// never closed, shows as a difference. `Tools/soak.py` checks this.
 ///
 /// Relaxed atomics: each counter is read on its own, and only a quiet server's figures are
-/// compared. The http-server has the same type (Examples/HTTPServer/ServerStats.swift).
+/// compared. The echo-server has the same type (Benchmarks/Servers/EchoServer/ServerStats.swift).
 final class ServerStats: Sendable {
     private let accepted = Atomic<Int>(0)
     private let closed = Atomic<Int>(0)
@@ -43,12 +44,14 @@ final class ServerStats: Sendable {
     func writeStarted() { self.writesStarted.add(1, ordering: .relaxed) }
     func writeFinished() { self.writesFinished.add(1, ordering: .relaxed) }
 
-    /// The counters as one line of JSON; `open` is the listeners' count of open connections.
-    func json(open: Int) -> String {
+    /// The counters as one line of JSON; `open` is the listeners' count of open connections,
+    /// `openFiles` the files kept open between requests (each holds a descriptor).
+    func json(open: Int, openFiles: Int) -> String {
         let fields: [(String, Int)] = [
             ("accepted", self.accepted.load(ordering: .relaxed)),
             ("closed", self.closed.load(ordering: .relaxed)),
             ("open", open),
+            ("openFiles", openFiles),
             ("readsStarted", self.readsStarted.load(ordering: .relaxed)),
             ("readsFinished", self.readsFinished.load(ordering: .relaxed)),
             ("writesStarted", self.writesStarted.load(ordering: .relaxed)),
@@ -57,17 +60,21 @@ final class ServerStats: Sendable {
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
 
-    /// A SIGUSR1 source on `ring` that prints ``json(open:)`` (with `open()`, read then);
-    /// resumed. Cancel it when the server stops.
+    /// A SIGUSR1 source on `ring` that prints ``json(open:openFiles:)`` (with `open()` and
+    /// `openFiles()`, read then); resumed. Cancel it when the server stops.
     ///
     /// Before printing, the allocator returns its free pages to the system (`malloc_trim`), so
     /// that the resident memory read right after the line counts the memory in use rather than
     /// the allocator's high-water mark: a soak compares it over time.
-    func reportOnSIGUSR1(on ring: RingLoop, open: @escaping @Sendable () -> Int) -> IOSourceSignal {
+    func reportOnSIGUSR1(
+        on ring: RingLoop,
+        open: @escaping @Sendable () -> Int,
+        openFiles: @escaping @Sendable () -> Int
+    ) -> IOSourceSignal {
         let source = IOSource.makeSignalSource(signal: SIGUSR1, queue: ring)
         source.setEventHandler {
             _ = Self.mallocTrim?(0)
-            print(self.json(open: open()))
+            print(self.json(open: open(), openFiles: openFiles()))
             fflush(nil)  // at once, also into a pipe: whoever sent the signal reads the line
         }
         source.resume()
