@@ -1,5 +1,5 @@
 //===----------------------------------------------------------------------===//
-// RingIO — rope-tour: a short walk through ByteRope, runnable with `swift run -c release rope-tour`.
+// RingIO — rope-tour: a short walk through ByteRope (`swift run --package-path Examples rope-tour`).
 //
 // Copyright (c) 2026 the RingIO authors. Licensed under Apache License v2.0;
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
@@ -53,7 +53,7 @@ for _ in 0..<1_000_000 {
 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
 // The time says little in a debug build (unoptimized, and ByteRopes with it): say which ran.
 #if DEBUG
-let build = "a debug build; `swift run -c release rope-tour` times the optimized code"
+let build = "a debug build; `swift run -c release --package-path Examples rope-tour` times the optimized code"
 #else
 let build = "a release build"
 #endif
