@@ -50,7 +50,7 @@ import Glibc
 /// when that happened; move long work to another executor (`Task.detached`, a
 /// `DispatchQueue`) and come back.
 ///
-/// Call ``shutdown()`` (or, from async code, `await ring.shutdown()`) to stop it: operations
+/// Call ``shutdown()-4tdzq`` (or, from async code, `await ring.shutdown()`) to stop it: operations
 /// in flight are cancelled, their final completions delivered (tasks awaiting them resume with
 /// `Errno.canceled`), and the call returns once the thread has finished. Dropping the last
 /// reference stops it the same way, without waiting. Jobs of its executors that arrive after
@@ -180,7 +180,7 @@ public final class RingLoop: IOQueue, @unchecked Sendable {
     /// From another thread: a lock-free push and at most one wake-up. From the ring thread:
     /// appended to the current turn's work, no syscall.
     ///
-    /// Work enqueued after ``shutdown()`` has begun still runs, on the ring thread, until the
+    /// Work enqueued after ``shutdown()-4tdzq`` has begun still runs, on the ring thread, until the
     /// thread exits; after that it is discarded and counted in ``Counters/discardedJobs``.
     public func enqueue(_ work: @escaping @Sendable () -> Void) {
         self.core.enqueue(work)

@@ -68,7 +68,7 @@ public final class RingLoopGroup: Sendable {
         return self.rings[index % self.rings.count]
     }
 
-    /// Shuts every ring down (see ``RingLoop/shutdown()``), blocking the calling thread until
+    /// Shuts every ring down (see ``RingLoop/shutdown()-4tdzq``), blocking the calling thread until
     /// each has finished; from async code, use `await group.shutdown()`.
     public func shutdown() {
         for ring in self.rings { ring.shutdown() }

@@ -30,7 +30,7 @@ import SystemPackage
 ///
 /// **Placement.** An acceptor accepts on one ring (the `ring:` initializers; by default the
 /// handler's queue when that is a ring, else the next ring of ``RingLoopGroup/shared``) or on
-/// a group (the `group:` initializers: with ``Options/reusePort`` one socket per ring, the
+/// a group (the `group:` initializers: with ``IOListener/Options/reusePort`` one socket per ring, the
 /// kernel spreading connections over them; without, one socket on `group.next()`).
 ///
 /// Accepted sockets are close-on-exec, in blocking mode, with the socket options of
@@ -45,7 +45,7 @@ import SystemPackage
 /// its own. (On Linux 6.18 an accept takes the descriptor limit when it is armed: lowering
 /// RLIMIT_NOFILE below the descriptors in use does not fail an accept armed before.)
 ///
-/// **Connection cap.** With ``Options/maxConnections``, accepting pauses when that many
+/// **Connection cap.** With ``IOListener/Options/maxConnections``, accepting pauses when that many
 /// connections are open (handed out and not yet cleaned up), and resumes when one is cleaned
 /// up. Connections the kernel completed meanwhile wait in the backlog.
 ///
@@ -81,7 +81,7 @@ public final class IOAcceptor: Sendable {
     ///     IPv6 and IPv4 address (dual stack), or a name such as `"localhost"` (its first
     ///     address).
     ///   - port: The port; 0 picks a free one (read it from ``port``).
-    ///   - options: Socket and accepting options. ``Options/reusePort`` only lets other
+    ///   - options: Socket and accepting options. ``IOListener/Options/reusePort`` only lets other
     ///     sockets bind the port too: one ring has one socket.
     ///   - ring: The ring to accept on. When `nil`: `queue` if it is a ring, else the next
     ///     ring of ``RingLoopGroup/shared`` (as ``IOChannel``'s `ring:` does).
@@ -119,7 +119,7 @@ public final class IOAcceptor: Sendable {
     ///     ) { event in … }
     ///
     /// A Unix socket bound to a path makes a socket file there, with
-    /// ``Options/socketFilePermissions`` (default: `0o777` less the umask); the listener
+    /// ``IOListener/Options/socketFilePermissions`` (default: `0o777` less the umask); the listener
     /// removes it when its socket closes, if the file is still the one it made.
     ///
     /// - Parameters:
@@ -156,10 +156,10 @@ public final class IOAcceptor: Sendable {
     ///   - host: As in ``init(host:port:options:ring:queue:handler:)``.
     ///   - port: The port; 0 picks a free one (read it from ``port``).
     ///   - options: Socket and accepting options.
-    ///   - group: With ``Options/reusePort``, one socket per ring of `group` (the kernel
+    ///   - group: With ``IOListener/Options/reusePort``, one socket per ring of `group` (the kernel
     ///     spreads connections over them); without, one socket on `group.next()`.
     ///   - queue: Where `handler` runs; `nil`: on the ring that accepted the connection (or
-    ///     whose accept failed), with no hop — with ``Options/reusePort``, each connection is
+    ///     whose accept failed), with no hop — with ``IOListener/Options/reusePort``, each connection is
     ///     then served where its I/O runs.
     ///   - handler: Called for each accepted connection and each failure. Its calls on one
     ///     queue (or, with `queue: nil`, on one ring) never overlap.
@@ -184,7 +184,7 @@ public final class IOAcceptor: Sendable {
 
     /// Binds and listens on `address` on the rings of `group`, then accepts there; `handler`
     /// gets the connections. As ``init(address:options:ring:queue:handler:)``; with
-    /// ``Options/reusePort``, one TCP socket per ring of `group` (a Unix domain socket listens
+    /// ``IOListener/Options/reusePort``, one TCP socket per ring of `group` (a Unix domain socket listens
     /// on `group.next()` only).
     public init(
         address: SocketAddress,
