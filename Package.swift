@@ -22,22 +22,29 @@ let package = Package(
         .library(name: "RingHTTP", targets: ["RingHTTP"]),
         .library(name: "RingIOServiceLifecycle", targets: ["RingIOServiceLifecycle"]),
         .library(name: "RingTLS", targets: ["RingTLS"]),
-        .executable(name: "rope-tour", targets: ["RopeTour"]),
-        .executable(name: "echo-server", targets: ["EchoServer"]),
-        .executable(name: "http-server", targets: ["HTTPServer"]),
-        .executable(name: "tcp-proxy", targets: ["TCPProxy"]),
+    ],
+    // A package that depends on RingIO resolves only what the traits it enables need: with none
+    // (the default), swift-system alone. The examples and the benchmarks are packages of their
+    // own (Examples/, Benchmarks/), with their dependencies.
+    traits: [
+        .trait(
+            name: "ServiceLifecycle",
+            description: """
+                RingIOServiceLifecycle's IOListenerService, on swift-service-lifecycle (which the \
+                package then resolves). Off by default: the RingIOServiceLifecycle product is \
+                empty without it.
+                """
+        )
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
-        // The example servers' command lines (not a dependency of the libraries).
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // The HTTP server example's logging (not a dependency of the libraries).
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation` (DocC); a command plugin, not a dependency of
-        // any target.
+        // any target (a package that depends on RingIO does not resolve it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // RingIOServiceLifecycle only (and the examples through it): RingIO does not depend on it.
+        // RingIOServiceLifecycle only, and only with the ServiceLifecycle trait (the test target
+        // also uses swift-log, which swift-service-lifecycle depends on).
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // liburing, through a header-only shim whose include order matters (CLiburing.h says why).
@@ -69,12 +76,17 @@ let package = Package(
         // HTTP/1.1 request parsing and response writing over ByteRope; no ring, no C module.
         .target(name: "RingHTTP", dependencies: ["ByteRopes"]),
         // A swift-service-lifecycle Service for servers built on IOListener: a product of its
-        // own, so that RingIO keeps its small set of dependencies.
+        // own, with the ServiceLifecycle trait, so that RingIO keeps its small set of
+        // dependencies.
         .target(
             name: "RingIOServiceLifecycle",
             dependencies: [
                 "RingIO",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle",
+                    package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])
+                ),
             ]
         ),
         // TLS streams over RingIO's channels, on OpenSSL: a product of its own, so that RingIO
@@ -86,38 +98,6 @@ let package = Package(
                 "CRingOpenSSL",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
-        ),
-        .executableTarget(name: "RopeTour", dependencies: ["ByteRopes"], path: "Examples/RopeTour"),
-        // The echo server: RingIO's public API only (SIGINT/SIGTERM through a ServiceGroup).
-        .executableTarget(
-            name: "EchoServer",
-            dependencies: [
-                "RingIO",
-                "RingIOServiceLifecycle",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Examples/EchoServer"
-        ),
-        // The HTTP/1.1 server: RingIO and RingHTTP's public API only.
-        .executableTarget(
-            name: "HTTPServer",
-            dependencies: [
-                "RingIO",
-                "RingHTTP",
-                "RingIOServiceLifecycle",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            path: "Examples/HTTPServer"
-        ),
-        // The zero-copy TCP proxy: RingIO's public API only.
-        .executableTarget(
-            name: "TCPProxy",
-            dependencies: ["RingIO", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Examples/TCPProxy"
         ),
         .testTarget(name: "ByteRopesTests", dependencies: ["ByteRopes", "ByteRopesFoundationCompat"]),
         // What the test suites share: waits on events (a ring barrier), descriptors, recorders
@@ -144,16 +124,14 @@ let package = Package(
                 "RingIO",
                 "RingIOServiceLifecycle",
                 "RingIOTestSupport",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(
+                    name: "ServiceLifecycle",
+                    package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])
+                ),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["ServiceLifecycle"])),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
-        ),
-        // Runs the example servers as processes, with real clients; depends on them so that
-        // `swift test` builds them; RingIO only to tell whether io_uring is available here.
-        .testTarget(
-            name: "ExamplesTests",
-            dependencies: ["EchoServer", "HTTPServer", "TCPProxy", "RingIO", "RingIOTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

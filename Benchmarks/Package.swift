@@ -23,11 +23,17 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         // The parent package. `name:` keeps `package: "RingIO"` below valid whatever the checkout's
         // directory is called (a path dependency's identity is otherwise its directory name).
-        .package(name: "RingIO", path: ".."),
+        // The ServiceLifecycle trait: the servers' SIGINT/SIGTERM through a ServiceGroup
+        // (RingIOServiceLifecycle).
+        .package(name: "RingIO", path: "..", traits: ["ServiceLifecycle"]),
         // `Errno` in IOChannel's handlers (already resolved: RingIO and package-benchmark use it).
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
-        // The throughput comparison only: its command line, and the SwiftNIO baselines.
+        // The throughput comparison and the servers: their command lines, and the SwiftNIO
+        // baselines.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The servers' shutdown on SIGINT/SIGTERM (a ServiceGroup) and http-server's access log.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // The throughput comparison's Hummingbird 2 baseline (hummingbird-server). Its default
         // traits are off: swift-configuration support and full Foundation serve nothing here,
@@ -108,9 +114,9 @@ let package = Package(
                 "udp-echo-server",
                 "naive-task-echo-server",
                 "connect-client",
-                .product(name: "echo-server", package: "RingIO"),
-                .product(name: "http-server", package: "RingIO"),
-                .product(name: "tcp-proxy", package: "RingIO"),
+                "echo-server",
+                "http-server",
+                "tcp-proxy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Throughput/Throughput"
@@ -220,6 +226,61 @@ let package = Package(
             ],
             path: "Throughput/ConnectClient"
         ),
+        // MARK: RingIO's servers (README.md, "RingIO's servers"): what the throughput comparison,
+        // the soaks and the instruction counts run — every knob a measurement needs, on RingIO's
+        // public API.
+
+        // The echo server: handlers or async, on the rings or on Dispatch queues; SIGINT and
+        // SIGTERM through a ServiceGroup.
+        .executableTarget(
+            name: "echo-server",
+            dependencies: [
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "RingIOServiceLifecycle", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Servers/EchoServer"
+        ),
+        // The HTTP/1.1 server: hello, static files (ranges, conditional requests), timeouts,
+        // connection limits, an access log.
+        .executableTarget(
+            name: "http-server",
+            dependencies: [
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "RingHTTP", package: "RingIO"),
+                .product(name: "RingIOServiceLifecycle", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Servers/HTTPServer"
+        ),
+        // The zero-copy TCP proxy.
+        .executableTarget(
+            name: "tcp-proxy",
+            dependencies: [
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Servers/TCPProxy"
+        ),
+        // Runs the servers as processes, with real clients (curl, Python, socat, wrk); depends on
+        // them so that `swift test --package-path Benchmarks` builds them; RingIO only to tell
+        // whether a ring can be set up here.
+        .testTarget(
+            name: "ServerTests",
+            dependencies: [
+                "echo-server",
+                "http-server",
+                "tcp-proxy",
+                .product(name: "RingIO", package: "RingIO"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Tests/ServerTests"
+        ),
+
         // What the throughput tools share: /proc readings, latency histograms, results, ports, the
         // static files' byte pattern, the connect clients' measurement.
         .target(

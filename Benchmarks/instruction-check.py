@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # ===----------------------------------------------------------------------===#
-# RingIO — benchmarks: instructions per operation of the example servers (and of the
+# RingIO — benchmarks: instructions per operation of RingIO's servers (and of the
 # benchmarks' UDP echo server), counted by callgrind.
 #
 # Run by run-instruction-check.sh, which builds and strips the servers; see Benchmarks/README.md
@@ -315,7 +315,7 @@ def write_thresholds(path, results, tolerance):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as file:
         file.write(
-            "# Instructions per operation of the example servers under callgrind, checked by\n"
+            "# Instructions per operation of RingIO's servers under callgrind, checked by\n"
             f"# Benchmarks/run-instruction-check.sh within {tolerance:g}% (see Benchmarks/README.md).\n"
             "# Written by the update command the script prints; review the diff and commit it.\n"
         )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #===----------------------------------------------------------------------===#
-# RingIO — benchmarks: count the instructions per operation of the example servers under
+# RingIO — benchmarks: count the instructions per operation of RingIO's servers under
 # callgrind and check them against thresholds.
 #
 # Usage, from the repository root (or anywhere):
@@ -11,9 +11,8 @@
 #     bash Benchmarks/run-instruction-check.sh --only echo  # the cases whose names match a regex
 #
 # Non-interactive: reads no standard input and asks for no permission. It builds echo-server,
-# http-server and tcp-proxy in release (the repository's package, `.build/` unless SCRATCH_PATH
-# says otherwise) and the benchmarks' udp-echo-server (the Benchmarks package, `Benchmarks/.build/`
-# unless BENCHMARKS_SCRATCH_PATH says otherwise), strips the debug information from copies of
+# http-server, tcp-proxy and udp-echo-server in release (the Benchmarks package,
+# `Benchmarks/.build/` unless SCRATCH_PATH says otherwise), strips the debug information from copies of
 # them (valgrind 3.19 cannot read Swift 6.3's and gives up on the binary), and runs
 # instruction-check.py, which serves each case from a server under `valgrind --tool=callgrind`
 # to a one-connection ping-pong client and counts the instructions of the server's every thread
@@ -32,13 +31,9 @@
 # Environment:
 #   SWIFT_VERSION   the thresholds file to use, Thresholds/instructions/<version>.txt
 #                   (default: major.minor of `swift --version`)
-#   SCRATCH_PATH    the build directory of the repository's package (default: .build)
-#   PACKAGE_PATH    the package whose release build of echo-server, http-server and
-#                   tcp-proxy to count (default: the repository's; CI: Benchmarks, which
-#                   builds them as dependencies of its throughput comparison, from the same
-#                   sources)
-#   BENCHMARKS_SCRATCH_PATH   the Benchmarks package's, for udp-echo-server (default: the
-#                   scratch path above when PACKAGE_PATH is Benchmarks, else Benchmarks/.build)
+#   SCRATCH_PATH    the Benchmarks package's build directory (default: Benchmarks/.build; CI's
+#                   release build of the package builds the servers as dependencies of its
+#                   throughput comparison)
 #   TOLERANCE       percent (default: 1)
 #===----------------------------------------------------------------------===#
 
@@ -67,9 +62,7 @@ command -v valgrind >/dev/null && command -v callgrind_control >/dev/null \
 swift_version="${SWIFT_VERSION:-$(swift --version 2>/dev/null | sed -nE 's/.*Swift version ([0-9]+\.[0-9]+).*/\1/p' | head -n 1)}"
 [[ -n "$swift_version" ]] || fatal "could not tell the Swift version from 'swift --version'; set SWIFT_VERSION"
 thresholds="Benchmarks/Thresholds/instructions/${swift_version}.txt"
-scratch="${SCRATCH_PATH:-.build}"
-package="${PACKAGE_PATH:-.}"
-if [[ "$package" != "." && -z "${SCRATCH_PATH:-}" ]]; then scratch="$package/.build"; fi
+scratch="${SCRATCH_PATH:-Benchmarks/.build}"
 tolerance="${TOLERANCE:-1}"
 update_command="bash Benchmarks/run-instruction-check.sh --update"
 if [[ " ${extra_arguments[*]} " != *" --update "* && ! -f "$thresholds" ]]; then
@@ -77,29 +70,19 @@ if [[ " ${extra_arguments[*]} " != *" --update "* && ! -f "$thresholds" ]]; then
     ${update_command}"
 fi
 
-if [[ "$package" == "Benchmarks" || "$package" == "./Benchmarks" ]]; then
-    bench_scratch="${BENCHMARKS_SCRATCH_PATH:-$scratch}"
-else
-    bench_scratch="${BENCHMARKS_SCRATCH_PATH:-Benchmarks/.build}"
-fi
 start=$SECONDS
-log "Building echo-server, http-server and tcp-proxy (release, ${scratch}) and udp-echo-server (${bench_scratch})..."
-for product in echo-server http-server tcp-proxy; do
-    swift build -c release --package-path "$package" --scratch-path "$scratch" --product "$product" </dev/null
+log "Building echo-server, http-server, tcp-proxy and udp-echo-server (release, ${scratch})..."
+for product in echo-server http-server tcp-proxy udp-echo-server; do
+    swift build -c release --package-path Benchmarks --scratch-path "$scratch" --product "$product" </dev/null
 done
-bin="$(swift build -c release --package-path "$package" --scratch-path "$scratch" --show-bin-path </dev/null)"
-swift build -c release --package-path Benchmarks --scratch-path "$bench_scratch" --product udp-echo-server </dev/null
-bench_bin="$(swift build -c release --package-path Benchmarks --scratch-path "$bench_scratch" --show-bin-path </dev/null)"
+bin="$(swift build -c release --package-path Benchmarks --scratch-path "$scratch" --show-bin-path </dev/null)"
 log "Built in $((SECONDS - start)) s."
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin"
-for product in echo-server http-server tcp-proxy; do
-    cp "$bin/$product" "$work/bin/$product"
-done
-cp "$bench_bin/udp-echo-server" "$work/bin/udp-echo-server"
 for product in echo-server http-server tcp-proxy udp-echo-server; do
+    cp "$bin/$product" "$work/bin/$product"
     strip --strip-debug "$work/bin/$product"
 done
 

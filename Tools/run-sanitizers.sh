@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Runs the test suite under a sanitizer. Any report — in the test process or in a process it
-# starts (an exit test's child, an example server) — fails the run.
+# starts (an exit test's child) — fails the run.
 #
 #   Tools/run-sanitizers.sh address                      # AddressSanitizer, leak detection on
 #   Tools/run-sanitizers.sh thread                       # ThreadSanitizer
 #   Tools/run-sanitizers.sh thread --filter RingIOTests  # more arguments go to `swift test`
 #
 # Builds with `--sanitize=<mode>` into its own scratch path (.build-asan, .build-tsan), then
-# runs the swift-testing suites but ExamplesTests (`--disable-xctest`: the package has no
-# XCTest test, and the empty XCTest pass leaks inside XCTest itself). Every process writes its reports to a file of
-# its own under $SANITIZER_LOGS (default: a new temporary directory); they are printed at the
-# end, and the run fails if there is any, whatever the exit codes said.
+# runs the swift-testing suites, with the ServiceLifecycle trait (`--disable-xctest`: the
+# package has no XCTest test, and the empty XCTest pass leaks inside XCTest itself). Every
+# process writes its reports to a file of its own under $SANITIZER_LOGS (default: a new
+# temporary directory); they are printed at the end, and the run fails if there is any,
+# whatever the exit codes said.
 #
 # Suppressions (Tools/sanitizers/*.supp) name only what is not a bug of RingIO, each with its
 # reason and its reproduction; see Tools/sanitizers/README.md.
@@ -49,25 +50,21 @@ esac
 
 echo "== build (--sanitize=$mode, --scratch-path $scratch)"
 start=$(date +%s)
-swift build --build-tests --sanitize="$mode" --scratch-path "$scratch"
+swift build --build-tests --traits ServiceLifecycle --sanitize="$mode" --scratch-path "$scratch"
 echo "built in $(($(date +%s) - start)) s"
 
 echo "== test under the $mode sanitizer (reports: $logs)"
 start=$(date +%s)
 status=0
-# ExamplesTests is skipped: the example servers end on SIGTERM with objects of their own still
-# alive (a server and its signal sources' handlers hold each other), which LeakSanitizer
-# reports at their exit; see Tools/sanitizers/README.md.
-#
 # RingIOServiceLifecycleTests run on their own, after the rest: a ServiceGroup is an actor, so
 # its work runs on the cooperative pool, which the suite's synchronous tests hold (two threads
 # on a 2-core machine) for tens of seconds under a sanitizer. In the parallel run the service
 # tests' shutdowns waited past their bounds (three CI runs in a row, each time in a service
 # test); alone they pass. The plain `swift test` runs them with the rest.
-swift test --skip-build --disable-xctest --sanitize="$mode" --scratch-path "$scratch" \
-    --skip ExamplesTests --skip RingIOServiceLifecycleTests "$@" || status=$?
+swift test --skip-build --traits ServiceLifecycle --disable-xctest --sanitize="$mode" --scratch-path "$scratch" \
+    --skip RingIOServiceLifecycleTests "$@" || status=$?
 if [ $# -eq 0 ] && [ "$status" -eq 0 ]; then
-    swift test --skip-build --disable-xctest --sanitize="$mode" --scratch-path "$scratch" \
+    swift test --skip-build --traits ServiceLifecycle --disable-xctest --sanitize="$mode" --scratch-path "$scratch" \
         --filter RingIOServiceLifecycleTests || status=$?
 fi
 echo "tests ran in $(($(date +%s) - start)) s (exit status $status)"

@@ -41,7 +41,7 @@ mkdir -p "$logs"
 cores="$(nproc)"
 
 echo "== build the suite (debug)"
-swift build --build-tests
+swift build --build-tests --traits ServiceLifecycle
 
 echo "== resolve the load's packages into .build-load (once)"
 swift package --scratch-path .build-load resolve >/dev/null
@@ -78,7 +78,7 @@ failed=0
 for run in $(seq 1 "$runs"); do
     start=$(date +%s)
     status=0
-    swift test --skip-build "${test_arguments[@]}" >"$logs/run-$run.log" 2>&1 || status=$?
+    swift test --skip-build --traits ServiceLifecycle "${test_arguments[@]}" >"$logs/run-$run.log" 2>&1 || status=$?
     seconds=$(($(date +%s) - start))
     load_average="$(cut -d' ' -f1 /proc/loadavg)"
     if ! kill -0 "$load" 2>/dev/null; then

@@ -9,7 +9,7 @@
 # Builds Tools/seccomp/deny-io-uring.c into its own scratch directory (.build-seccomp), checks
 # that the filter really refuses the three io_uring calls (and that without it they are not
 # refused, or the run would prove nothing), then runs `swift test "$@"` under it. Every process
-# the tests start (exit tests' children, the example servers) inherits the filter.
+# the tests start (exit tests' children, the servers a test runs) inherits the filter.
 # RINGIO_BACKEND is cleared, so that the engine is chosen as it would be in a container.
 #
 # Fails when `swift test` fails, and also when it "passed" without proving anything: when no
@@ -22,7 +22,10 @@ helper=.build-seccomp/deny-io-uring
 mkdir -p .build-seccomp
 # $CC, else cc, else the Swift toolchain's clang.
 compiler="${CC:-$(command -v cc || command -v clang || echo cc)}"
-"$compiler" -std=c11 -O2 -Wall -Wextra -Werror -o "$helper" Tools/seccomp/deny-io-uring.c
+# Built beside it and renamed into place: two runs at once (CI's tests and benchmarks lanes)
+# never see a half-written helper, nor write over one that is running.
+"$compiler" -std=c11 -O2 -Wall -Wextra -Werror -o "$helper.$$" Tools/seccomp/deny-io-uring.c
+mv -f "$helper.$$" "$helper"
 
 # Calls io_uring_setup (a one-entry ring), io_uring_enter and io_uring_register (on
 # descriptor -1) and prints what each gave: "ok" or the errno's name.

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""A bounded soak of the example servers: connection churn, every byte verified, no leaks.
+"""A bounded soak of RingIO's servers: connection churn, every byte verified, no leaks.
 
-Starts the release echo-server and http-server itself, each with --stats, serving with
-completion handlers on the rings and with async/await (--targets adds handlers on a
-DispatchQueue per connection), and churns connections against each for its share of
---duration:
+Starts the release echo-server and http-server (the Benchmarks package's) itself, each with
+--stats, serving with completion handlers on the rings and with async/await (--targets adds
+handlers on a DispatchQueue per connection), and churns connections against each for its
+share of --duration:
 
   echo   random message sizes (1 byte to 1 MiB), one at a time or pipelined, sent in random
          pieces; the echo is compared byte for byte with the seeded pattern that was sent, and
@@ -841,10 +841,10 @@ def main() -> int:
                         help="how much VmRSS may grow over the baseline, in percent (default 5)")
     parser.add_argument("--no-build", action="store_true", help="use the release build as it is")
     parser.add_argument("--scratch-path", default=None,
-                        help="the build directory of the release build (default: swift build's, .build)")
-    parser.add_argument("--package-path", default=None,
-                        help="the package whose release build of the servers to soak (default: the repository's; "
-                             "CI: Benchmarks, which builds them as dependencies of its throughput comparison)")
+                        help="the build directory of the release build (default: swift build's, Benchmarks/.build)")
+    parser.add_argument("--package-path", default="Benchmarks",
+                        help="the package whose release build of the servers to soak (default: Benchmarks, "
+                             "where the servers are; its release build makes them for the throughput comparison)")
     parser.add_argument("--verbose", action="store_true", help="print the servers' descriptors and VmRSS every 2 s")
     args = parser.parse_args()
     for name in args.targets.split(","):

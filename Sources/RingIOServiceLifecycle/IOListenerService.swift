@@ -5,6 +5,11 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+// Compiled with the package's ServiceLifecycle trait only (off by default), so that a package
+// depending on RingIO resolves swift-service-lifecycle only when it asks for this module:
+//
+//     .package(url: "<RingIO's URL>", from: "<version>", traits: ["ServiceLifecycle"])
+#if ServiceLifecycle
 import RingIO
 import ServiceLifecycle
 
@@ -35,8 +40,8 @@ import ServiceLifecycle
 /// Cancellation shuts the listener down with no grace period: every connection is stopped at
 /// once (and, with a connection handler, every connection's task is cancelled).
 ///
-/// This module is a product of its own (`RingIOServiceLifecycle`), so that `RingIO` keeps its
-/// small set of dependencies.
+/// This module is a product of its own (`RingIOServiceLifecycle`), compiled with the package's
+/// `ServiceLifecycle` trait, so that `RingIO` keeps its small set of dependencies.
 public struct IOListenerService: Service {
     private let listener: Listener
 
@@ -115,3 +120,4 @@ public struct IOListenerService: Service {
         }
     }
 }
+#endif

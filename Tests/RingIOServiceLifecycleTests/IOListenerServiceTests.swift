@@ -6,6 +6,18 @@
 // see LICENSE. SPDX-License-Identifier: Apache-2.0
 //===----------------------------------------------------------------------===//
 
+// With the package's ServiceLifecycle trait (`swift test --traits ServiceLifecycle`), which
+// compiles RingIOServiceLifecycle; without it, one disabled test says how to run these.
+#if !ServiceLifecycle
+import Testing
+
+@Test(
+    .disabled(
+        "RingIOServiceLifecycle is compiled with the ServiceLifecycle trait: swift test --traits ServiceLifecycle"
+    )
+)
+func ioListenerServiceNeedsTheServiceLifecycleTrait() {}
+#else
 import Dispatch
 import Logging
 import RingIO
@@ -151,3 +163,4 @@ struct IOListenerServiceTests {
         }
     }
 }
+#endif

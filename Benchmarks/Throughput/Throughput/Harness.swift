@@ -252,7 +252,7 @@ final class Harness {
         self.notes.append(
             "TCP proxy: the load generator → the proxy → the C liburing echo server (pinned to the proxies' CPU; "
                 + "its CPU is not counted): server CPU is the proxy's per forwarded round trip. RingIO: "
-                + "`tcp-proxy --rings 1` (Examples/TCPProxy); HAProxy: TCP mode, `nbthread 1`, its defaults otherwise."
+                + "`tcp-proxy --rings 1` (Servers/TCPProxy); HAProxy: TCP mode, `nbthread 1`, its defaults otherwise."
         )
         let upstream: RunningServer
         do {
