@@ -5,7 +5,8 @@
 #                           .build-docs/site/index.html linking them; any DocC warning fails
 #   python3 -m http.server -d .build-docs/site 8000     then open http://127.0.0.1:8000/
 #
-# The symbol graphs come from the debug build (.build): after `swift test` nothing is built again.
+# The symbol graphs come from the debug build (.build): after `swift test --traits ServiceLifecycle`
+# nothing is built again (RingIOServiceLifecycle is empty without its trait).
 # CI builds the same archives with warnings as errors (.ci/run, "documentation").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ site=.build-docs/site
 rm -rf "$site"
 mkdir -p "$site"
 for module in "${modules[@]}"; do
-    swift package --allow-writing-to-directory "$site" \
+    swift package --traits ServiceLifecycle --allow-writing-to-directory "$site" \
         generate-documentation --target "$module" --warnings-as-errors \
         --transform-for-static-hosting --hosting-base-path "$module" \
         --output-path "$site/$module"

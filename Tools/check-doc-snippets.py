@@ -176,7 +176,7 @@ def generate(snippet: Snippet) -> str:
 
 def manifest(snippets: list[Snippet]) -> str:
     relative = os.path.relpath(ROOT, os.path.join(ROOT, PACKAGE_DIR))
-    dependencies = [f'        .package(path: "{relative}"),']
+    dependencies = [f'        .package(path: "{relative}", traits: ["ServiceLifecycle"]),']
     products = [f'.product(name: "{name}", package: "{os.path.basename(ROOT)}")' for name in REPOSITORY_PRODUCTS]
     for url, version, identity, names in OTHER_PACKAGES:
         dependencies.append(f'        .package(url: "{url}", from: "{version}"),')
