@@ -25,7 +25,7 @@ let package = Package(
     dependencies: [
         // The repository's package. `name:` keeps `package: "RingIO"` below valid whatever the
         // checkout's directory is called. In a package of your own:
-        // `.package(url: "<RingIO's URL>", from: "<version>")`.
+        // `.package(name: "RingIO", path: "../RingIO")`, a clone beside it (no release yet).
         .package(name: "RingIO", path: "..")
     ],
     targets: [

@@ -8,7 +8,7 @@
 // Compiled with the package's ServiceLifecycle trait only (off by default), so that a package
 // depending on RingIO resolves swift-service-lifecycle only when it asks for this module:
 //
-//     .package(url: "<RingIO's URL>", from: "<version>", traits: ["ServiceLifecycle"])
+//     .package(name: "RingIO", path: "../RingIO", traits: ["ServiceLifecycle"])
 #if ServiceLifecycle
 import RingIO
 import ServiceLifecycle
