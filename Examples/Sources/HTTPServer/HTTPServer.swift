@@ -154,7 +154,7 @@ extension IOChannel {
             defer { try? descriptor.close() }
             try await write(head)
             if withBody && size > 0 {
-                try await write(contentsOf: descriptor, offset: 0, length: size)
+                try await write(contentsOf: descriptor.rawValue, offset: 0, length: size)
             }
         }
     }
