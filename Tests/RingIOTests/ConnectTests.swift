@@ -287,8 +287,11 @@ struct ConnectTests {
             let task = Task {
                 try await IOConnection.connect(to: hole.address, ring: ring)
             }
-            // Mid-connect: the kernel holds a socket in SYN_SENT towards the port.
-            let connecting = await eventuallyAsync { synSentSockets(toPort: port) == 1 }
+            // Mid-connect: the kernel holds a socket in SYN_SENT towards the port. Polled on this
+            // thread (the test executor's, a thread per job), as the handler form does: not
+            // through timers on Dispatch's global queue, which the suite's blocking tests can
+            // starve under load (seen under AddressSanitizer in CI).
+            let connecting = eventually { synSentSockets(toPort: port) == 1 }
             #expect(connecting)
             task.cancel()
             let result = await task.result
@@ -297,7 +300,7 @@ struct ConnectTests {
                 return
             }
             #expect(error.reason == .canceled)
-            let closed = await eventuallyAsync { synSentSockets(toPort: port) == 0 }
+            let closed = eventually { synSentSockets(toPort: port) == 0 }
             #expect(closed)
         }
     }
@@ -386,7 +389,7 @@ struct ConnectTests {
             let connection = try await connectToBothTest(port: holePort, options: options, ring: ring)
             #expect(connection.remoteAddress == (try SocketAddress(ipAddress: "127.0.0.1", port: holePort)))
             // The losing IPv6 attempt is cancelled and its socket closed.
-            let loserClosed = await eventuallyAsync { synSentSockets(toPort: holePort) == 0 }
+            let loserClosed = eventually { synSentSockets(toPort: holePort) == 0 }
             #expect(loserClosed)
             connection.channel.close()
         }
