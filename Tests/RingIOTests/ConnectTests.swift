@@ -284,14 +284,15 @@ struct ConnectTests {
             defer { ring.shutdown() }
             let hole = try BlackHoleListener()
             let port = try #require(hole.address.port)
-            let task = Task {
+            // On the ring's executor, not the test's: under AddressSanitizer in CI, with the
+            // whole suite beside it, a connect task on the test's executor did not start within
+            // 10 s.
+            let task = Task(executorPreference: ring.taskExecutor) {
                 try await IOConnection.connect(to: hole.address, ring: ring)
             }
             // Mid-connect: the kernel holds a socket in SYN_SENT towards the port. Polled on this
-            // thread (the test executor's, a thread per job), as the handler form does: not
-            // through timers on Dispatch's global queue, which the suite's blocking tests can
-            // starve under load (seen under AddressSanitizer in CI).
-            let connecting = eventually { synSentSockets(toPort: port) == 1 }
+            // thread, as the handler form does.
+            let connecting = eventually(seconds: 30) { synSentSockets(toPort: port) == 1 }
             #expect(connecting)
             task.cancel()
             let result = await task.result
