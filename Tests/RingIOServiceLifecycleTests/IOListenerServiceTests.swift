@@ -154,7 +154,7 @@ struct IOListenerServiceTests {
                 }
                 // Generous: the ServiceGroup (an actor) works on the cooperative pool, which a
                 // parallel run's synchronous tests can hold for long.
-                return done.wait(timeout: .now() + 60) == .success
+                return wait(done, seconds: 60)
             }
             #expect(returned, "run() did not return (cancel: \(cancel))")
             #expect(listener.openConnections == 0)

@@ -28,7 +28,7 @@ import Glibc
 /// (``ringBarrier(_:queue:rounds:sourceLocation:)``, ``ChannelContext/barrier(sourceLocation:)``).
 ///
 /// Not on the ring's own thread (it would wait for itself). Records an issue and returns false
-/// when the barrier does not pass within 10 s.
+/// when the barrier does not pass within 10 s (scaled by ``testTimeScale``).
 /// A ring that has shut down runs nothing more: the barrier passes at once (and one that shuts
 /// down meanwhile, once its thread has exited).
 @discardableResult
@@ -36,12 +36,12 @@ package func ringBarrier(_ ring: RingLoop, sourceLocation: SourceLocation = #_so
     precondition(!ring.isCurrentThread, "ringBarrier(_:) on the ring's own thread")
     let passed = DispatchSemaphore(value: 0)
     _RingIOTesting.barrier(on: ring) { passed.signal() }
-    let deadline = DispatchTime.now() + 10
+    let deadline = DispatchTime.now() + scaled(10)
     while passed.wait(timeout: min(.now() + .milliseconds(10), deadline)) != .success {
         // Gone: it runs nothing more, and the barrier's jobs were discarded.
         if _RingIOTesting.hasExited(ring) { return true }
         if DispatchTime.now() >= deadline {
-            Issue.record("the ring barrier did not pass within 10 s", sourceLocation: sourceLocation)
+            Issue.record("the ring barrier did not pass within \(scaled(10)) s", sourceLocation: sourceLocation)
             return false
         }
     }

@@ -435,10 +435,10 @@ package final class SubmittingThread: Sendable {
     }
 }
 
-/// Waits (at most `seconds`) for `semaphore`, and leaves it signalled: a recorder's "was it
-/// called", asked as often as a test likes.
+/// Waits (at most `seconds`, scaled by ``testTimeScale``) for `semaphore`, and leaves it
+/// signalled: a recorder's "was it called", asked as often as a test likes.
 package func waitLeavingSignalled(_ semaphore: DispatchSemaphore, seconds: Double) -> Bool {
-    guard semaphore.wait(timeout: .now() + seconds) == .success else { return false }
+    guard wait(semaphore, seconds: seconds) else { return false }
     semaphore.signal()
     return true
 }

@@ -67,7 +67,7 @@ private let pidfdOpenFunction: (@convention(c) (pid_t, CUnsignedInt) -> CInt)? =
     "pidfd_open"
 ).map { unsafeBitCast($0, to: (@convention(c) (pid_t, CUnsignedInt) -> CInt).self) }
 
-/// Waits, at most `seconds`, until the process `pid` has exited, without reaping it (a child
+/// Waits, at most `seconds` (scaled by ``testTimeScale``), until the process `pid` has exited, without reaping it (a child
 /// stays a zombie): the wait is for its pidfd to become readable — the exit itself, not a
 /// poll of `waitpid`. False on time-out, or when there is no such process (reaped already).
 package func waitForExitWithoutReaping(_ pid: pid_t, seconds: Double = 5) -> Bool {
@@ -83,7 +83,7 @@ package func waitForExitWithoutReaping(_ pid: pid_t, seconds: Double = 5) -> Boo
     guard fd >= 0 else { return false }
     defer { close(fd) }
     var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+    let deadline = ContinuousClock.now + .milliseconds(Int(scaled(seconds) * 1_000))
     while true {
         let left = max(deadline - ContinuousClock.now, .zero)
         let milliseconds = CInt(left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000)

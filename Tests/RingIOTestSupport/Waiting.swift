@@ -26,9 +26,23 @@ import Glibc
 // Seen with a plain actor and a dispatch-backed task executor, no RingIO involved; `.ci/run`
 // rejects the pattern.
 
-/// Waits for `semaphore` at most `seconds`; false on time-out.
+/// How much longer than written every bound of these waits is: `RINGIO_TEST_TIME_SCALE`
+/// (a number ≥ 1; 1 when unset). Tools/run-sanitizers.sh sets it, since a sanitizer makes
+/// everything several times slower and CI runs the suite beside other builds and tests. A
+/// bound only ends a wait for an event that should come; a test that expects *no* event within
+/// a time waits that much longer, and passes or fails as before.
+package let testTimeScale: Double = {
+    guard let text = getenv("RINGIO_TEST_TIME_SCALE"), let scale = Double(String(cString: text)), scale >= 1
+    else { return 1 }
+    return scale
+}()
+
+/// `seconds` times ``testTimeScale``: the bound a wait of `seconds` as written has here.
+package func scaled(_ seconds: Double) -> Double { seconds * testTimeScale }
+
+/// Waits for `semaphore` at most `seconds` (scaled by ``testTimeScale``); false on time-out.
 package func wait(_ semaphore: DispatchSemaphore, seconds: Double = 10) -> Bool {
-    semaphore.wait(timeout: .now() + seconds) == .success
+    semaphore.wait(timeout: .now() + scaled(seconds)) == .success
 }
 
 /// Keeps a handler running for `microseconds`: what a recorder does inside each call it
@@ -40,9 +54,9 @@ package func holdForOverlap(microseconds: UInt32) {
     if microseconds > 0 { usleep(microseconds) }
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
+/// Polls `condition` until it holds or `seconds` (scaled by ``testTimeScale``) pass.
 package func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+    let deadline = ContinuousClock.now + .milliseconds(Int(scaled(seconds) * 1_000))
     while !condition() {
         if ContinuousClock.now >= deadline { return false }
         usleep(1_000)
@@ -55,12 +69,13 @@ package func eventuallyAsync(seconds: Double = 10, _ condition: () -> Bool) asyn
     await waitUntil(seconds: seconds) { condition() }
 }
 
-/// Polls `condition` (which may await) every 2 ms until it holds or `seconds` pass, without
+/// Polls `condition` (which may await) every 2 ms until it holds or `seconds` (scaled by
+/// ``testTimeScale``) pass, without
 /// blocking a thread: between polls the task waits on a dispatch timer and resumes on its own
 /// executor, with no detour through the cooperative pool (where `Task.sleep` wakes up, behind
 /// whatever the suite's synchronous tests hold there).
 package func waitUntil(seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+    let deadline = ContinuousClock.now + .milliseconds(Int(scaled(seconds) * 1_000))
     while !(await condition()) {
         if ContinuousClock.now >= deadline { return false }
         await withCheckedContinuation { continuation in

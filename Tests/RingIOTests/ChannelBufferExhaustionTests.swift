@@ -70,8 +70,8 @@ struct ChannelBufferExhaustionTests {
         }
         let count = 64 << 10
         let writer = Self.writeInBackground(peer, count: count, closeAfter: true)
-        #expect(finished.wait(timeout: .now() + 20) == .success, "the read never reached the end")
-        #expect(writer.wait(timeout: .now() + 5) == .success)
+        #expect(wait(finished, seconds: 20), "the read never reached the end")
+        #expect(wait(writer, seconds: 5))
         let received = held.withLock { $0.reduce(into: [UInt8]()) { $0 += Array($1) } }
         #expect(received.count == count)
         #expect(received.indices.allSatisfy { received[$0] == Self.pattern($0) })
@@ -102,7 +102,7 @@ struct ChannelBufferExhaustionTests {
             guard got > 0 else { break }
             received += buffer[..<got]
         }
-        #expect(writer.wait(timeout: .now() + 5) == .success)
+        #expect(wait(writer, seconds: 5))
         #expect(received.count == count)
         #expect(received.indices.allSatisfy { received[$0] == Self.pattern($0) })
     }

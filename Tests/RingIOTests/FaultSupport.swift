@@ -204,7 +204,7 @@ final class FaultLedger: Sendable {
 
     /// Waits (bounded) until every operation has had its final call.
     func waitForAll(seconds: Double = 20) -> Bool {
-        guard self.allFinished.wait(timeout: .now() + seconds) == .success else { return false }
+        guard wait(self.allFinished, seconds: seconds) else { return false }
         self.allFinished.signal()
         return true
     }

@@ -93,7 +93,7 @@ struct IOChannelFlowTests {
         #expect(written < 16 << 20, "the writer got \(written) bytes through a queue that ran no handler")
         gate.signal()
         Glibc.close(pair[1])
-        #expect(done.wait(timeout: .now() + 20) == .success)
+        #expect(wait(done, seconds: 20))
         let bytes = received.withLock { $0 }
         #expect(bytes.count == written)
         #expect(bytes.indices.allSatisfy { bytes[$0] == UInt8($0 % 251) })
@@ -135,8 +135,8 @@ struct IOChannelFlowTests {
             }
             channel.close()
         }
-        for _ in 0..<4 { #expect(finished.wait(timeout: .now() + 10) == .success) }
-        #expect(cleaned.wait(timeout: .now() + 10) == .success)
+        for _ in 0..<4 { #expect(wait(finished, seconds: 10)) }
+        #expect(wait(cleaned, seconds: 10))
         // The last handler call may still be returning: wait for the references to go, boundedly.
         _ = eventually(seconds: 5) { weakToken == nil && weakChannel == nil }
         #expect(weakChannel == nil, "the channel outlived its last reference")

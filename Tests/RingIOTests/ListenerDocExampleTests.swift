@@ -40,7 +40,7 @@ struct ListenerDocExampleTests {
         #expect(listener.openConnections == clients.count)
 
         listener.shutdown(gracePeriod: .seconds(5), queue: ring) { closed.signal() }
-        #expect(closed.wait(timeout: .now() + 10) == .success, "the shutdown's completion did not run")
+        #expect(wait(closed, seconds: 10), "the shutdown's completion did not run")
         #expect(listener.openConnections == 0)
         // Every client sees the server's end; a new connection is refused.
         for (index, client) in clients.enumerated() {
@@ -64,7 +64,7 @@ struct ListenerDocExampleTests {
             group.shutdown()  // not from a ring's thread: a ring cannot stop itself
             done.signal()
         }
-        #expect(done.wait(timeout: .now() + 10) == .success, "the completion did not run, or the group did not stop")
+        #expect(wait(done, seconds: 10), "the completion did not run, or the group did not stop")
         #expect(listener.openConnections == 0)
     }
 

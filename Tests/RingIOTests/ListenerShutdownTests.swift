@@ -67,7 +67,7 @@ private func beginShutdown(
     }
     let port = listener.port
     _ = eventually { listeningSocketCount(port: port) == 0 }
-    return { seconds in completed.wait(timeout: .now() + .seconds(seconds)) == .success }
+    return { seconds in wait(completed, seconds: Double(seconds)) }
 }
 
 /// A client whose receive buffer is small (the server's large writes stay in flight until it

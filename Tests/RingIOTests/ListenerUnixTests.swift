@@ -88,7 +88,7 @@ struct ListenerUnixTests {
         #expect(eventually { accepted.withLock { $0.count } == 3 })
         let done = DispatchSemaphore(value: 0)
         listener.shutdown(gracePeriod: .seconds(5), queue: DispatchQueue.global()) { done.signal() }
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(wait(done, seconds: 10))
         #expect(listener.openConnections == 0)
         accepted.withLock { $0.removeAll() }
     }

@@ -135,5 +135,5 @@ struct RingIsolationTests {
 func ringIsIdle(_ ring: RingLoop) -> Bool {
     let done = DispatchSemaphore(value: 0)
     ring.enqueue { done.signal() }
-    return done.wait(timeout: .now() + 5) == .success
+    return wait(done, seconds: 5)
 }

@@ -272,7 +272,7 @@ struct RingLoopTests {
             ring.shutdown()
             stopped.signal()
         }
-        #expect(stopped.wait(timeout: .now() + 10) == .success, "shutdown did not return")
+        #expect(wait(stopped, seconds: 10), "shutdown did not return")
         #expect(results.all.count == 80)
         #expect(results.all.allSatisfy { $0 == -ECANCELED })
     }

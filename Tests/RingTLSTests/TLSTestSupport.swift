@@ -461,7 +461,7 @@ final class Pending<Value: Sendable>: Sendable {
 
     /// The value, once set; `nil` after `seconds`.
     func wait(seconds: Double = 20) -> Value? {
-        guard self.semaphore.wait(timeout: .now() + seconds) == .success else { return nil }
+        guard RingIOTestSupport.wait(self.semaphore, seconds: seconds) else { return nil }
         self.semaphore.signal()  // later waiters see it too
         return self.state.withLock { $0 }
     }
