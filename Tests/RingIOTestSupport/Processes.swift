@@ -67,9 +67,10 @@ private let pidfdOpenFunction: (@convention(c) (pid_t, CUnsignedInt) -> CInt)? =
     "pidfd_open"
 ).map { unsafeBitCast($0, to: (@convention(c) (pid_t, CUnsignedInt) -> CInt).self) }
 
-/// Waits, at most `seconds` (scaled by ``testTimeScale``), until the process `pid` has exited, without reaping it (a child
-/// stays a zombie): the wait is for its pidfd to become readable — the exit itself, not a
-/// poll of `waitpid`. False on time-out, or when there is no such process (reaped already).
+/// Waits, at most `seconds` (scaled by ``testTimeScale``), until the process `pid` has exited,
+/// without reaping it (a child stays a zombie): the wait is for its pidfd to become readable —
+/// the exit itself, not a poll of `waitpid`. False on time-out, or when there is no such
+/// process (reaped already).
 package func waitForExitWithoutReaping(_ pid: pid_t, seconds: Double = 5) -> Bool {
     guard let open = pidfdOpenFunction else {
         // An older glibc: look at the child's state until it has exited.
