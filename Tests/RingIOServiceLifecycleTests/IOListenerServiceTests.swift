@@ -68,98 +68,104 @@ private let largeReply = [UInt8](unsafeUninitializedCapacity: 16 << 20) { buffer
 struct IOListenerServiceTests {
     @Test("async listener: graceful shutdown lets a large write finish, closes the idle connection, run() returns")
     func gracefulShutdownAsync() async throws {
-        _ = largeReply.count  // made now, not inside a handler
-        let rings = try RingLoopGroup(count: 1, entries: 64)
-        defer { rings.shutdown() }
-        let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings)
-        let outcomes = Mutex<[String]>([])
-        let requestsRead = Atomic<Int>(0)
-        // The accepting loop and the group on the ring, not on the cooperative pool: in a
-        // parallel run, synchronous tests block the pool's threads (two here) for seconds, and
-        // a starved accepting loop looks like a listener that stopped accepting.
-        let ring = rings.rings[0]
-        let service = IOListenerService(listener, gracePeriod: .seconds(60), executor: ring.taskExecutor) {
-            connection in
-            var request = try await connection.channel.read(length: 1)
-            requestsRead.add(1, ordering: .releasing)
-            if request.first == UInt8(ascii: "L") {
-                try await connection.channel.write(ByteRope(copying: largeReply))
+        // On the tests' own executor, which never starves: in the parallel run the
+        // synchronous tests hold the cooperative pool (two threads) for long.
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            _ = largeReply.count  // made now, not inside a handler
+            let rings = try RingLoopGroup(count: 1, entries: 64)
+            defer { rings.shutdown() }
+            let listener = try IOListener(host: "127.0.0.1", port: 0, group: rings)
+            let outcomes = Mutex<[String]>([])
+            let requestsRead = Atomic<Int>(0)
+            // The accepting loop and the group on the ring, not on the cooperative pool: in a
+            // parallel run, synchronous tests block the pool's threads (two here) for seconds, and
+            // a starved accepting loop looks like a listener that stopped accepting.
+            let ring = rings.rings[0]
+            let service = IOListenerService(listener, gracePeriod: .seconds(60), executor: ring.taskExecutor) {
+                connection in
+                var request = try await connection.channel.read(length: 1)
+                requestsRead.add(1, ordering: .releasing)
+                if request.first == UInt8(ascii: "L") {
+                    try await connection.channel.write(ByteRope(copying: largeReply))
+                }
+                do {
+                    request = try await connection.channel.read(length: 1)
+                    outcomes.withLock { $0.append("read \(request.count)") }
+                } catch {
+                    outcomes.withLock { $0.append("\(error)") }
+                }
             }
-            do {
-                request = try await connection.channel.read(length: 1)
-                outcomes.withLock { $0.append("read \(request.count)") }
-            } catch {
-                outcomes.withLock { $0.append("\(error)") }
-            }
-        }
-        let group = ServiceGroup(services: [service], logger: logger)
-        let running = Task(executorPreference: ring.taskExecutor) { try await group.run() }
+            let group = ServiceGroup(services: [service], logger: logger)
+            let running = Task(executorPreference: ring.taskExecutor) { try await group.run() }
 
-        let idle = try connect(listener.port)
-        defer { close(idle) }
-        let downloading = try connect(listener.port, small: true)
-        defer { close(downloading) }
-        #expect(send(idle, "I", 1, 0) == 1)
-        #expect(send(downloading, "L", 1, 0) == 1)
-        // Both requests read (a connection whose request is not read yet is idle, and stops
-        // at once), and the download's first bytes arrived: its write is in flight (a flag
-        // set before the write is not enough — under ThreadSanitizer the 16 MiB reply took
-        // seconds to build, the shutdown came first and found the connection idle).
-        let started = await eventuallyAsync {
-            requestsRead.load(ordering: .acquiring) == 2 && pendingBytes(downloading) > 0
+            let idle = try connect(listener.port)
+            defer { close(idle) }
+            let downloading = try connect(listener.port, small: true)
+            defer { close(downloading) }
+            #expect(send(idle, "I", 1, 0) == 1)
+            #expect(send(downloading, "L", 1, 0) == 1)
+            // Both requests read (a connection whose request is not read yet is idle, and stops
+            // at once), and the download's first bytes arrived: its write is in flight (a flag
+            // set before the write is not enough — under ThreadSanitizer the 16 MiB reply took
+            // seconds to build, the shutdown came first and found the connection idle).
+            let started = await eventuallyAsync {
+                requestsRead.load(ordering: .acquiring) == 2 && pendingBytes(downloading) > 0
+            }
+            try #require(started)
+            await group.triggerGracefulShutdown()
+            let received = await onThread { readToEnd(downloading) }
+            #expect(received.count == largeReply.count)
+            let same = received == largeReply  // not inside #expect: a failure would diff 16 MiB
+            #expect(same, "the bytes differ")
+            let idleEnded = await onThread { readToEnd(idle) }
+            #expect(idleEnded.isEmpty)
+            try await running.value
+            #expect(listener.openConnections == 0)
+            #expect(outcomes.withLock { $0 } == [String](repeating: "\(Errno.canceled)", count: 2))
         }
-        try #require(started)
-        await group.triggerGracefulShutdown()
-        let received = await onThread { readToEnd(downloading) }
-        #expect(received.count == largeReply.count)
-        let same = received == largeReply  // not inside #expect: a failure would diff 16 MiB
-        #expect(same, "the bytes differ")
-        let idleEnded = await onThread { readToEnd(idle) }
-        #expect(idleEnded.isEmpty)
-        try await running.value
-        #expect(listener.openConnections == 0)
-        #expect(outcomes.withLock { $0 } == [String](repeating: "\(Errno.canceled)", count: 2))
     }
 
     @Test("handler listener: graceful shutdown closes the connections; cancellation stops at once")
     func handlerListener() async throws {
-        _ = largeReply.count  // made now, not inside a handler on the ring
-        let rings = try RingLoopGroup(count: 1, entries: 64)
-        defer { rings.shutdown() }
-        for cancel in [false, true] {
-            let listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: rings, queue: nil) { event in
-                guard case .accepted(let connection) = event else { return }
-                let channel = connection.channel
-                channel.read(offset: 0, length: .max, queue: connection.ring) { _, _, _ in }
-                // Never read by the client: in flight until the deadline or a stop.
-                channel.write(offset: 0, data: ByteRope(copying: largeReply), queue: connection.ring) { _, _, _ in }
-            }
-            let service = IOListenerService(listener, gracePeriod: cancel ? .seconds(600) : .milliseconds(100))
-            let group = ServiceGroup(services: [service], logger: logger)
-            let running = Task(executorPreference: rings.rings[0].taskExecutor) { try await group.run() }
-            let client = try connect(listener.port, small: true)
-            defer { close(client) }
-            let open = await eventuallyAsync { listener.openConnections == 1 }
-            try #require(open)
-            if cancel {
-                running.cancel()  // a grace period of 600 s: only the cancellation ends it now
-            } else {
-                await group.triggerGracefulShutdown()
-            }
-            let returned = await onThread {
-                let done = DispatchSemaphore(value: 0)
-                Task {
-                    _ = try? await running.value
-                    done.signal()
+        // On the tests' own executor, which never starves: in the parallel run the
+        // synchronous tests hold the cooperative pool (two threads) for long.
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            _ = largeReply.count  // made now, not inside a handler on the ring
+            let rings = try RingLoopGroup(count: 1, entries: 64)
+            defer { rings.shutdown() }
+            for cancel in [false, true] {
+                let listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: rings, queue: nil) { event in
+                    guard case .accepted(let connection) = event else { return }
+                    let channel = connection.channel
+                    channel.read(offset: 0, length: .max, queue: connection.ring) { _, _, _ in }
+                    // Never read by the client: in flight until the deadline or a stop.
+                    channel.write(offset: 0, data: ByteRope(copying: largeReply), queue: connection.ring) { _, _, _ in }
                 }
-                // Generous: the ServiceGroup (an actor) works on the cooperative pool, which a
-                // parallel run's synchronous tests can hold for long.
-                return wait(done, seconds: 60)
+                let service = IOListenerService(listener, gracePeriod: cancel ? .seconds(600) : .milliseconds(100))
+                let group = ServiceGroup(services: [service], logger: logger)
+                let running = Task(executorPreference: rings.rings[0].taskExecutor) { try await group.run() }
+                let client = try connect(listener.port, small: true)
+                defer { close(client) }
+                let open = await eventuallyAsync { listener.openConnections == 1 }
+                try #require(open)
+                if cancel {
+                    running.cancel()  // a grace period of 600 s: only the cancellation ends it now
+                } else {
+                    await group.triggerGracefulShutdown()
+                }
+                let returned = await onThread {
+                    let done = DispatchSemaphore(value: 0)
+                    Task(executorPreference: testTaskExecutor) {
+                        _ = try? await running.value
+                        done.signal()
+                    }
+                    return wait(done, seconds: 60)
+                }
+                #expect(returned, "run() did not return (cancel: \(cancel))")
+                #expect(listener.openConnections == 0)
+                let received = await onThread { readToEnd(client) }
+                #expect(received.count < largeReply.count)
             }
-            #expect(returned, "run() did not return (cancel: \(cancel))")
-            #expect(listener.openConnections == 0)
-            let received = await onThread { readToEnd(client) }
-            #expect(received.count < largeReply.count)
         }
     }
 }
