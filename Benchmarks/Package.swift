@@ -259,11 +259,12 @@ let package = Package(
             ],
             path: "Servers/HTTPServer"
         ),
-        // The zero-copy TCP proxy.
+        // The zero-copy TCP proxy; TLS on either side (RingTLS).
         .executableTarget(
             name: "tcp-proxy",
             dependencies: [
                 .product(name: "RingIO", package: "RingIO"),
+                .product(name: "RingTLS", package: "RingIO"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Servers/TCPProxy"
