@@ -230,13 +230,14 @@ let package = Package(
         // the soaks and the instruction counts run — every knob a measurement needs, on RingIO's
         // public API.
 
-        // The echo server: handlers or async, on the rings or on Dispatch queues; SIGINT and
-        // SIGTERM through a ServiceGroup.
+        // The echo server: handlers or async, on the rings or on Dispatch queues, plaintext or
+        // TLS (RingTLS); SIGINT and SIGTERM through a ServiceGroup.
         .executableTarget(
             name: "echo-server",
             dependencies: [
                 .product(name: "RingIO", package: "RingIO"),
                 .product(name: "RingIOServiceLifecycle", package: "RingIO"),
+                .product(name: "RingTLS", package: "RingIO"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -244,24 +245,26 @@ let package = Package(
             path: "Servers/EchoServer"
         ),
         // The HTTP/1.1 server: hello, static files (ranges, conditional requests), timeouts,
-        // connection limits, an access log.
+        // connection limits, an access log; HTTPS with RingTLS.
         .executableTarget(
             name: "http-server",
             dependencies: [
                 .product(name: "RingIO", package: "RingIO"),
                 .product(name: "RingHTTP", package: "RingIO"),
                 .product(name: "RingIOServiceLifecycle", package: "RingIO"),
+                .product(name: "RingTLS", package: "RingIO"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Servers/HTTPServer"
         ),
-        // The zero-copy TCP proxy.
+        // The zero-copy TCP proxy; TLS on either side (RingTLS).
         .executableTarget(
             name: "tcp-proxy",
             dependencies: [
                 .product(name: "RingIO", package: "RingIO"),
+                .product(name: "RingTLS", package: "RingIO"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Servers/TCPProxy"

@@ -10,8 +10,10 @@ import Dispatch
 import Logging
 import RingIO
 import RingIOServiceLifecycle
+import RingTLS
 import ServiceLifecycle
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -50,6 +52,11 @@ struct EchoServer: ParsableCommand {
             RINGIO_BACKEND=io_uring|epoll forces one). SIGINT or \
             SIGTERM: stop accepting, let the writes in flight finish (at most \
             --drain-seconds), close every connection, exit 0.
+
+            TLS: --tls-certificate and --tls-key (PEM) echo over TLS 1.2 or 1.3 (RingTLS, on \
+            OpenSSL): each connection is a TLSStream whose plaintext is written back, by \
+            handlers or by a task as above. The third line printed says whether the kernel \
+            encrypts the output (kTLS) or OpenSSL does, and why ("echo-server tls: …").
             """
     )
 
@@ -97,6 +104,12 @@ struct EchoServer: ParsableCommand {
     )
     var stats = false
 
+    @Option(help: "TLS: the certificate chain, PEM, leaf first (with --tls-key).")
+    var tlsCertificate: String?
+
+    @Option(help: "TLS: the private key of the chain's leaf, PEM.")
+    var tlsKey: String?
+
     func validate() throws {
         guard self.rings > 0 else { throw ValidationError("--rings must be at least 1") }
         guard self.lowWater >= 0, self.interval >= 0, self.idleTimeout >= 0, self.drainSeconds >= 0 else {
@@ -109,13 +122,35 @@ struct EchoServer: ParsableCommand {
         guard self.api == .handlers || self.queue == .ring else {
             throw ValidationError("--queue applies to --api handlers; async connections run on their ring")
         }
+        guard (self.tlsCertificate == nil) == (self.tlsKey == nil) else {
+            throw ValidationError("--tls-certificate and --tls-key go together")
+        }
+        guard self.tlsCertificate == nil || (self.lowWater == 1 && self.interval == 0 && self.idleTimeout == 0) else {
+            throw ValidationError("--low-water, --interval and --idle-timeout are the channel's: not with TLS")
+        }
+    }
+
+    /// The TLS context of `--tls-certificate` and `--tls-key`; `nil` without them.
+    private func makeTLSContext() throws -> TLSContext? {
+        guard let certificate = self.tlsCertificate, let key = self.tlsKey else { return nil }
+        do throws(TLSError) {
+            var configuration = try TLSConfiguration.makeServerConfiguration(
+                certificateChainFile: FilePath(certificate),
+                privateKeyFile: FilePath(key)
+            )
+            configuration.kernelTLS = .whenAvailable
+            return try TLSContext(configuration: configuration)
+        } catch {
+            throw ValidationError("--tls-certificate/--tls-key: \(error)")
+        }
     }
 
     func run() throws {
         let group = try RingLoopGroup(count: self.rings)
         // --stats: counters, and a SIGUSR1 source that prints them (set up before the server
         // is announced: whoever started it may signal it as soon as it reads the port).
-        let stats = self.stats ? ServerStats() : nil
+        let tlsContext = try self.makeTLSContext()
+        let stats = self.stats ? ServerStats(tls: tlsContext != nil) : nil
         var options = IOListener.Options()
         options.reusePort = true  // a socket per ring: each connection lives on the ring that accepted it
         options.maxConnections = self.maxConnections
@@ -133,7 +168,11 @@ struct EchoServer: ParsableCommand {
                         self.queue == .ring ? connection.ring : DispatchQueue(label: "echo-server.connection")
                     stats?.connectionAccepted()
                     connection.whenClosed { stats?.connectionClosed() }
-                    Connection(connection.channel, queue: queue, configuration: self, stats: stats).start()
+                    if let tlsContext {
+                        Self.startTLS(connection, queue: queue, context: tlsContext, stats: stats)
+                    } else {
+                        Connection(connection.channel, queue: queue, configuration: self, stats: stats).start()
+                    }
                 case .failed(let error):
                     print("echo-server: accept failed: \(error) (retrying)")
                 }
@@ -152,7 +191,11 @@ struct EchoServer: ParsableCommand {
                 gracePeriod: .seconds(self.drainSeconds),
                 executor: group.rings[0].taskExecutor
             ) { connection in
-                await echo(connection, configuration: self, stats: stats)
+                if let tlsContext {
+                    await echoTLS(connection, context: tlsContext, stats: stats)
+                } else {
+                    await echo(connection, configuration: self, stats: stats)
+                }
             }
         }
         let report = stats?.reportOnSIGUSR1(on: group.rings[0]) { listener.openConnections() }
@@ -161,6 +204,13 @@ struct EchoServer: ParsableCommand {
         let announce = ClosureService {
             print("echo-server listening on \(listener.localAddresses.map(\.description).joined(separator: ", "))")
             print("echo-server engine: \(group.backend) (\(group.backendReason))")
+            if tlsContext != nil {
+                let availability = TLSOffload.kernelAvailability
+                let kernel = availability.hasTLSModule && !availability.transmitCiphers.isEmpty
+                print(
+                    "echo-server tls: TLS 1.2-1.3; \(kernel ? "kTLS" : "kTLS unavailable, user-space fallback"): \(availability.reason)"
+                )
+            }
             fflush(nil)  // at once, also into a pipe
             try? await gracefulShutdown()
         }
@@ -182,6 +232,23 @@ struct EchoServer: ParsableCommand {
         }
         group.shutdown()
     }
+    /// `--api handlers` with TLS: a stream over the connection, echoed by ``TLSEchoConnection``.
+    private static func startTLS(
+        _ connection: IOConnection,
+        queue: any IOQueue,
+        context: TLSContext,
+        stats: ServerStats?
+    ) {
+        do throws(TLSError) {
+            let tls = try TLSStream(accepting: connection, context: context)
+            TLSEchoConnection(tls, queue: queue, stats: stats).start()
+        } catch {
+            print("echo-server: TLS: \(error)")
+            stats?.tlsFailed()
+            connection.channel.close(flags: .stop)
+        }
+    }
+
     /// Runs `services` until they end, the main thread waiting: a synchronous `main`, because
     /// an async one ends in dispatch_main's `sigsuspend` loop on the main thread, where
     /// valgrind 3.19 (the instruction check's) crashes.

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 import RingIO
+import RingTLS
 import Synchronization
 
 #if canImport(Glibc)
@@ -26,6 +27,11 @@ import Glibc
 /// operation started has finished: a handler that was never called, or a connection that was
 /// never closed, shows as a difference. `Tools/soak.py` checks this.
 ///
+/// With TLS (`--tls-certificate`) three more: `tlsKernel` and `tlsUserSpace`, the
+/// connections whose handshake finished with the output encrypted by the kernel (kTLS) or by
+/// OpenSSL in user space (the fallback where the kernel has no TLS ULP), and `tlsFailed`, the
+/// connections whose handshake failed.
+///
 /// Relaxed atomics: each counter is read on its own, and only a quiet server's figures are
 /// compared. The http-server has the same type (Benchmarks/Servers/HTTPServer/ServerStats.swift).
 final class ServerStats: Sendable {
@@ -35,6 +41,15 @@ final class ServerStats: Sendable {
     private let readsFinished = Atomic<Int>(0)
     private let writesStarted = Atomic<Int>(0)
     private let writesFinished = Atomic<Int>(0)
+    /// TLS: the TLS counters are in the report.
+    private let tls: Bool
+    private let tlsKernel = Atomic<Int>(0)
+    private let tlsUserSpace = Atomic<Int>(0)
+    private let tlsFailures = Atomic<Int>(0)
+
+    init(tls: Bool) {
+        self.tls = tls
+    }
 
     func connectionAccepted() { self.accepted.add(1, ordering: .relaxed) }
     func connectionClosed() { self.closed.add(1, ordering: .relaxed) }
@@ -42,10 +57,19 @@ final class ServerStats: Sendable {
     func readFinished() { self.readsFinished.add(1, ordering: .relaxed) }
     func writeStarted() { self.writesStarted.add(1, ordering: .relaxed) }
     func writeFinished() { self.writesFinished.add(1, ordering: .relaxed) }
+    func tlsFailed() { self.tlsFailures.add(1, ordering: .relaxed) }
+    /// A handshake finished; `offload` says who encrypts the connection's output.
+    func tlsEstablished(offload: TLSOffload) {
+        if offload.isKernelTLS {
+            self.tlsKernel.add(1, ordering: .relaxed)
+        } else {
+            self.tlsUserSpace.add(1, ordering: .relaxed)
+        }
+    }
 
     /// The counters as one line of JSON; `open` is the listeners' count of open connections.
     func json(open: Int) -> String {
-        let fields: [(String, Int)] = [
+        var fields: [(String, Int)] = [
             ("accepted", self.accepted.load(ordering: .relaxed)),
             ("closed", self.closed.load(ordering: .relaxed)),
             ("open", open),
@@ -54,6 +78,13 @@ final class ServerStats: Sendable {
             ("writesStarted", self.writesStarted.load(ordering: .relaxed)),
             ("writesFinished", self.writesFinished.load(ordering: .relaxed)),
         ]
+        if self.tls {
+            fields += [
+                ("tlsKernel", self.tlsKernel.load(ordering: .relaxed)),
+                ("tlsUserSpace", self.tlsUserSpace.load(ordering: .relaxed)),
+                ("tlsFailed", self.tlsFailures.load(ordering: .relaxed)),
+            ]
+        }
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
 

@@ -11,8 +11,10 @@ import Logging
 import RingHTTP
 import RingIO
 import RingIOServiceLifecycle
+import RingTLS
 import ServiceLifecycle
 import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -57,6 +59,13 @@ struct HTTPServer: ParsableCommand {
             first, then the engine it runs on and why (io_uring, or epoll where io_uring is \
             refused; RINGIO_BACKEND=io_uring|epoll forces one). SIGINT or SIGTERM: stop accepting, finish what is in flight (at most \
             --drain-seconds), exit 0.
+
+            HTTPS: --tls-certificate and --tls-key (PEM) serve HTTP/1.1 over TLS 1.2 or 1.3 \
+            (RingTLS, on OpenSSL), with ALPN "http/1.1", the same answers as in plaintext; each \
+            connection is served by a task on its ring (--api does not apply). The kernel \
+            encrypts the output after the handshake where it has a TLS ULP (kTLS; a large range \
+            is then spliced), else OpenSSL does: the third line printed says which, and why \
+            ("http-server tls: …"), and --stats counts the connections on each path.
             """
     )
 
@@ -108,6 +117,27 @@ struct HTTPServer: ParsableCommand {
     @Flag(help: "Count connections and channel operations and print them as one JSON line on SIGUSR1.")
     var stats = false
 
+    @Option(help: "HTTPS: the certificate chain, PEM, leaf first (with --tls-key).")
+    var tlsCertificate: String?
+
+    @Option(help: "HTTPS: the private key of the chain's leaf, PEM.")
+    var tlsKey: String?
+
+    @Option(help: "HTTPS: the TLS 1.3 cipher suites, in OpenSSL's syntax (default: OpenSSL's).")
+    var tlsCiphersuites: String?
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "HTTPS: issue session tickets (resumption); --no-tls-session-tickets: every handshake is a full one."
+    )
+    var tlsSessionTickets = true
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "HTTPS: hand the output's encryption to the kernel after the handshake where it can (kTLS)."
+    )
+    var tlsKernel = true
+
     func validate() throws {
         guard self.rings > 0 else { throw ValidationError("--rings must be at least 1") }
         guard self.maxBody >= 0, self.headerTimeout > 0, self.idleTimeout > 0, self.drainSeconds >= 0 else {
@@ -115,6 +145,9 @@ struct HTTPServer: ParsableCommand {
         }
         guard self.maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         guard self.openFiles >= 0 else { throw ValidationError("--open-files must not be negative") }
+        guard (self.tlsCertificate == nil) == (self.tlsKey == nil) else {
+            throw ValidationError("--tls-certificate and --tls-key go together")
+        }
         guard self.api == .handlers || self.queue == .ring else {
             throw ValidationError("--queue applies to --api handlers; async connections run on their ring")
         }
@@ -141,6 +174,9 @@ struct HTTPServer: ParsableCommand {
         let announce = ClosureService {
             print("http-server listening on \(listener.localAddresses.map(\.description).joined(separator: ", "))")
             print("http-server engine: \(group.backend) (\(group.backendReason))")
+            if let context = server.tlsContext {
+                print("http-server tls: \(Server.describe(context))")
+            }
             fflush(nil)  // at once, also into a pipe: whoever started the server reads the port
             try? await gracefulShutdown()
         }
@@ -192,13 +228,16 @@ final class Server: Sendable {
     let stats: ServerStats?
     /// `--open-files`: the files kept open between requests.
     let openFiles: OpenFiles
+    /// `--tls-certificate`: the HTTPS context every connection shares; `nil` for plaintext.
+    let tlsContext: TLSContext?
     private let group: RingLoopGroup
 
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
         self.configuration = configuration
         self.accessLog = configuration.accessLog
         self.group = group
-        self.stats = configuration.stats ? ServerStats() : nil
+        self.stats = configuration.stats ? ServerStats(tls: configuration.tlsCertificate != nil) : nil
+        self.tlsContext = try Self.makeTLSContext(configuration)
         self.openFiles = OpenFiles(capacity: configuration.openFiles)
         if let root = configuration.root {
             guard let resolved = realpath(root, nil) else {
@@ -222,6 +261,9 @@ final class Server: Sendable {
         var options = IOListener.Options()
         options.reusePort = true
         options.maxConnections = configuration.maxConnections
+        if let context = self.tlsContext {
+            return try self.listenForHTTPS(options: options, context: context)
+        }
         switch configuration.api {
         case .handlers:
             // queue nil: the handler runs on the ring that accepted the connection.
@@ -261,6 +303,70 @@ final class Server: Sendable {
             }
             return (({ listener.openConnections }, listener.localAddresses), service)
         }
+    }
+
+    /// HTTPS: a task per connection on the ring that accepted it (``TLSHTTPConnection``).
+    private func listenForHTTPS(
+        options: IOListener.Options,
+        context: TLSContext
+    ) throws -> (
+        listener: (openConnections: @Sendable () -> Int, localAddresses: [SocketAddress]), service: IOListenerService
+    ) {
+        let configuration = self.configuration
+        let listener = try IOListener(
+            host: configuration.host,
+            port: configuration.port,
+            options: options,
+            group: self.group
+        ) { error in
+            self.logger.warning("accept failed: \(error) (retrying)")
+        }
+        let service = IOListenerService(
+            listener,
+            gracePeriod: .seconds(configuration.drainSeconds),
+            executor: self.group.rings[0].taskExecutor
+        ) { connection in
+            var served = TLSHTTPConnection(connection, server: self, context: context)
+            await served.run()
+        }
+        return (({ listener.openConnections }, listener.localAddresses), service)
+    }
+
+    /// The HTTPS context of `--tls-certificate` and `--tls-key`: ALPN "http/1.1", the
+    /// handshake within `--header-timeout`; `nil` without them.
+    private static func makeTLSContext(_ configuration: HTTPServer) throws -> TLSContext? {
+        guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return nil }
+        do throws(TLSError) {
+            var tls = try TLSConfiguration.makeServerConfiguration(
+                certificateChainFile: FilePath(certificate),
+                privateKeyFile: FilePath(key)
+            )
+            tls.applicationProtocols = ["http/1.1"]
+            tls.cipherSuites = configuration.tlsCiphersuites
+            tls.sessionResumption = configuration.tlsSessionTickets
+            tls.handshakeTimeout = .seconds(configuration.headerTimeout)
+            tls.kernelTLS = configuration.tlsKernel ? .whenAvailable : .disabled
+            return try TLSContext(configuration: tls)
+        } catch {
+            throw ValidationError("--tls-certificate/--tls-key: \(error)")
+        }
+    }
+
+    /// The TLS line printed at start: the protocols, and who encrypts records (the kernel,
+    /// or OpenSSL and why).
+    static func describe(_ context: TLSContext) -> String {
+        let configuration = context.configuration
+        let tickets = configuration.sessionResumption ? "session tickets" : "no session tickets"
+        let kernel: String
+        if configuration.kernelTLS == .disabled {
+            kernel = "kTLS off (--no-tls-kernel): records encrypted in user space"
+        } else {
+            let availability = TLSOffload.kernelAvailability
+            kernel =
+                availability.hasTLSModule && !availability.transmitCiphers.isEmpty
+                ? "kTLS: \(availability.reason)" : "kTLS unavailable, user-space fallback: \(availability.reason)"
+        }
+        return "ALPN http/1.1, TLS 1.2-1.3, \(tickets); \(kernel)"
     }
 
     /// `--api handlers`: serves a connection with completion handlers, on its ring or on a

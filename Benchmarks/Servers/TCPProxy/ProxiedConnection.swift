@@ -8,42 +8,43 @@
 import RingIO
 
 /// A client connection and its upstream, both on one ring, forwarding both ways. Every
-/// handler runs on that ring, one at a time: the state is a `RingBound`, with no lock.
+/// handler runs on that ring, one at a time: the state is a `RingBound`, with no lock. Each
+/// side is plaintext or TLS (`ProxySide`); the forwarding is the same.
 ///
-/// - A side's end of input (EOF) is passed on as a half-close (`shutdownOutput`) once the
-///   bytes before it are sent; when both directions have ended, both channels close.
-/// - An error on either side (a reset, a broken pipe) stops and closes both.
-final class ProxiedConnection: Sendable {
-    let client: IOConnection
-    let server: IOConnection
+/// - A side's end of input (EOF, or TLS's `close_notify`) is passed on as a half-close once
+///   the bytes before it are sent; when both directions have ended, both sides close.
+/// - An error on either side (a reset, a broken pipe, a failed handshake) stops and closes both.
+final class ProxiedConnection<Client: ProxySide, Server: ProxySide>: Sendable {
+    let client: Client
+    let server: Server
+    private let ring: RingLoop
     private let directionsEnded: RingBound<Int>
     private let bound: Int
 
-    init(client: IOConnection, server: IOConnection, bound: Int) {
+    init(client: Client, server: Server, ring: RingLoop, bound: Int) {
         self.client = client
         self.server = server
+        self.ring = ring
         self.bound = bound
-        self.directionsEnded = RingBound(0, ring: client.ring)
+        self.directionsEnded = RingBound(0, ring: ring)
     }
 
     func start() {
-        let ring = self.client.ring
-        for (from, to) in [(self.client.channel, self.server.channel), (self.server.channel, self.client.channel)] {
-            Forwarder(from: from, to: to, ring: ring, bound: self.bound) { error in self.ended(error) }.readMore()
-        }
+        Forwarder(from: self.client, to: self.server, ring: self.ring, bound: self.bound) { self.ended($0) }.readMore()
+        Forwarder(from: self.server, to: self.client, ring: self.ring, bound: self.bound) { self.ended($0) }.readMore()
     }
 
-    /// One direction ended: by its EOF, passed on (`nil`), or by an error.
+    /// One direction ended: by its end of input, passed on (`nil`), or by an error.
     private func ended(_ error: Errno?) {
         guard error == nil else {
-            self.client.channel.close(flags: .stop)
-            self.server.channel.close(flags: .stop)
+            self.client.close(stop: true)
+            self.server.close(stop: true)
             return
         }
         self.directionsEnded.value += 1
         if self.directionsEnded.value == 2 {
-            self.client.channel.close()
-            self.server.channel.close()
+            self.client.close(stop: false)
+            self.server.close(stop: false)
         }
     }
 }
@@ -51,20 +52,20 @@ final class ProxiedConnection: Sendable {
 /// One direction: what `from` receives is written to `to` as it came. Reading pauses while
 /// `bound` bytes or more wait to be sent (`to.queuedWriteBytes`): a side that does not read
 /// holds back the other, and the proxy keeps at most about twice `bound` per direction.
-final class Forwarder: Sendable {
+final class Forwarder<From: ProxySide, To: ProxySide>: Sendable {
     private struct State {
         var reading = false
-        var finished = false  // `from` ended (its EOF or an error): no more reads
+        var finished = false  // `from` ended (its end of input or an error): no more reads
     }
 
-    private let from: IOChannel
-    private let to: IOChannel
+    private let from: From
+    private let to: To
     private let ring: RingLoop
     private let bound: Int
     private let state: RingBound<State>
     private let ended: @Sendable (Errno?) -> Void
 
-    init(from: IOChannel, to: IOChannel, ring: RingLoop, bound: Int, ended: @escaping @Sendable (Errno?) -> Void) {
+    init(from: From, to: To, ring: RingLoop, bound: Int, ended: @escaping @Sendable (Errno?) -> Void) {
         self.from = from
         self.to = to
         self.ring = ring
@@ -79,7 +80,7 @@ final class Forwarder: Sendable {
         guard !state.reading, !state.finished, self.to.queuedWriteBytes < self.bound else { return }
         self.state.value.reading = true
         let read = RingBound(0, ring: self.ring)
-        self.from.read(length: self.bound, queue: self.ring) { done, data, error in
+        self.from.read(length: self.bound, ring: self.ring) { done, data, error in
             if let data, !data.isEmpty {
                 read.value += data.count
                 self.forward(data)
@@ -92,7 +93,7 @@ final class Forwarder: Sendable {
             } else if read.value < self.bound {
                 self.state.value.finished = true
                 // The end of this side's input: the other side's output ends after what was sent.
-                self.to.shutdownOutput(queue: self.ring) { _ in self.ended(nil) }
+                self.to.shutdownOutput(ring: self.ring) { self.ended(nil) }
             } else {
                 self.readMore()
             }
@@ -100,7 +101,7 @@ final class Forwarder: Sendable {
     }
 
     private func forward(_ data: ByteRope) {
-        self.to.write(data, queue: self.ring) { done, _, error in
+        self.to.write(data, ring: self.ring) { done, _, error in
             guard done else { return }
             if let error { return self.ended(error) }
             self.readMore()

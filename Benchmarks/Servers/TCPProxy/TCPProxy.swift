@@ -8,6 +8,7 @@
 import ArgumentParser
 import Dispatch
 import RingIO
+import RingTLS
 
 #if canImport(Glibc)
 import Glibc
@@ -17,6 +18,10 @@ import Glibc
 /// the other as it came — the kernel's receive buffers, as ropes, with no copy.
 ///
 ///     swift run -c release --package-path Benchmarks tcp-proxy --port 7001 --upstream 127.0.0.1:7000
+///
+/// With TLS (RingTLS) on either side: `--tls-certificate`/`--tls-key` terminate TLS from the
+/// clients (the proxy forwards their plaintext), `--upstream-tls` originates TLS to the
+/// upstream (checked against `--upstream-ca`, or the system's roots, and the upstream's name).
 @main
 struct TCPProxy: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,15 +47,67 @@ struct TCPProxy: ParsableCommand {
     @Option(help: "On SIGINT or SIGTERM: seconds for the connections to finish their writes.")
     var drainSeconds = 5
 
+    @Option(help: "Terminate TLS from the clients: the certificate chain, PEM, leaf first (with --tls-key).")
+    var tlsCertificate: String?
+
+    @Option(help: "Terminate TLS from the clients: the private key of the chain's leaf, PEM.")
+    var tlsKey: String?
+
+    @Flag(help: "Originate TLS to the upstream (a host and port), verifying its certificate and name.")
+    var upstreamTLS = false
+
+    @Option(help: "With --upstream-tls: the CA certificates (PEM) to trust, instead of the system's.")
+    var upstreamCA: String?
+
+    @Option(help: "With --upstream-tls: the name the upstream's certificate must have (default: its host).")
+    var upstreamServerName: String?
+
     func validate() throws {
         guard self.rings > 0, self.buffer > 0, self.drainSeconds >= 0 else {
             throw ValidationError("--rings and --buffer must be positive, --drain-seconds not negative")
         }
-        _ = try Upstream(self.upstream)
+        guard (self.tlsCertificate == nil) == (self.tlsKey == nil) else {
+            throw ValidationError("--tls-certificate and --tls-key go together")
+        }
+        guard self.upstreamTLS || (self.upstreamCA == nil && self.upstreamServerName == nil) else {
+            throw ValidationError("--upstream-ca and --upstream-server-name need --upstream-tls")
+        }
+        let upstream = try Upstream(self.upstream)
+        if self.upstreamTLS, case .unix = upstream, self.upstreamServerName == nil {
+            throw ValidationError("--upstream-tls to a Unix socket needs --upstream-server-name")
+        }
+    }
+
+    /// The contexts of the TLS flags: for the clients' side, the upstream's side, or neither.
+    private func makeTLS(upstream: Upstream) throws -> ProxyTLS {
+        var tls = ProxyTLS()
+        do throws(TLSError) {
+            if let certificate = self.tlsCertificate, let key = self.tlsKey {
+                var configuration = try TLSConfiguration.makeServerConfiguration(
+                    certificateChainFile: FilePath(certificate),
+                    privateKeyFile: FilePath(key)
+                )
+                configuration.kernelTLS = .whenAvailable
+                tls.clients = try TLSContext(configuration: configuration)
+            }
+            if self.upstreamTLS {
+                var configuration = TLSConfiguration.makeClientConfiguration()
+                if let ca = self.upstreamCA {
+                    configuration.trustRoots = .certificates(try TLSCertificate.chain(fromPEMFile: FilePath(ca)))
+                }
+                configuration.kernelTLS = .whenAvailable
+                tls.upstream = try TLSContext(configuration: configuration)
+                tls.upstreamName = self.upstreamServerName ?? upstream.host
+            }
+        } catch {
+            throw ValidationError("TLS: \(error)")
+        }
+        return tls
     }
 
     func run() throws {
         let upstream = try Upstream(self.upstream)
+        let tls = try self.makeTLS(upstream: upstream)
         let group = try RingLoopGroup(count: self.rings)
         var options = IOAcceptor.Options()
         options.reusePort = true  // a socket per ring: both ends of a connection on one ring
@@ -62,7 +119,7 @@ struct TCPProxy: ParsableCommand {
             upstream.connect(on: client.ring) { result in
                 switch result {
                 case .success(let server):
-                    ProxiedConnection(client: client, server: server, bound: bound).start()
+                    tls.proxy(client, to: server, bound: bound)
                 case .failure(let error):
                     print("tcp-proxy: \(error)")
                     client.channel.close()
@@ -74,6 +131,12 @@ struct TCPProxy: ParsableCommand {
         let terminated = Termination(on: group.rings[0])
         print("tcp-proxy listening on \(listener.localAddresses.map(\.description).joined(separator: ", "))")
         print("tcp-proxy engine: \(group.backend) (\(group.backendReason))")
+        if tls.clients != nil || tls.upstream != nil {
+            let sides = [tls.clients != nil ? "from the clients" : nil, tls.upstream != nil ? "to the upstream" : nil]
+            print(
+                "tcp-proxy tls: \(sides.compactMap { $0 }.joined(separator: " and ")); \(TLSOffload.kernelAvailability.reason)"
+            )
+        }
         fflush(nil)
         terminated.wait()
         // Stop accepting; each client connection ends once its writes are done (its upstream
@@ -84,6 +147,58 @@ struct TCPProxy: ParsableCommand {
         }
         drained.wait()
         group.shutdown()
+    }
+}
+
+/// The proxy's TLS: a server context for the clients' side, a client context (and the name to
+/// check) for the upstream's; `nil` for a plaintext side.
+struct ProxyTLS: Sendable {
+    var clients: TLSContext?
+    var upstream: TLSContext?
+    var upstreamName: String?
+
+    /// Starts forwarding between `client` and `server`, on the client's ring, each side as
+    /// plaintext or as a `TLSStream` over its channel (the stream's handshake starts at once;
+    /// reads and writes wait for it). A stream that cannot be made closes both connections.
+    func proxy(_ client: IOConnection, to server: IOConnection, bound: Int) {
+        let ring = client.ring
+        do throws(TLSError) {
+            switch (self.clients, self.upstream) {
+            case (nil, nil):
+                ProxiedConnection(
+                    client: PlainSide(channel: client.channel),
+                    server: PlainSide(channel: server.channel),
+                    ring: ring,
+                    bound: bound
+                ).start()
+            case (let clients?, nil):
+                let tls = TLSSide(try TLSStream(accepting: client, context: clients))
+                ProxiedConnection(client: tls, server: PlainSide(channel: server.channel), ring: ring, bound: bound)
+                    .start()
+            case (nil, let upstream?):
+                let tls = TLSSide(try self.stream(to: server, context: upstream))
+                ProxiedConnection(client: PlainSide(channel: client.channel), server: tls, ring: ring, bound: bound)
+                    .start()
+            case (let clients?, let upstream?):
+                let clientSide = TLSSide(try TLSStream(accepting: client, context: clients))
+                let serverSide: TLSSide
+                do throws(TLSError) {
+                    serverSide = TLSSide(try self.stream(to: server, context: upstream))
+                } catch {
+                    clientSide.close(stop: true)
+                    throw error
+                }
+                ProxiedConnection(client: clientSide, server: serverSide, ring: ring, bound: bound).start()
+            }
+        } catch {
+            print("tcp-proxy: TLS: \(error)")
+            client.channel.close(flags: .stop)
+            server.channel.close(flags: .stop)
+        }
+    }
+
+    private func stream(to server: IOConnection, context: TLSContext) throws(TLSError) -> TLSStream {
+        try TLSStream(clientOn: server.channel, ring: server.ring, context: context, serverName: self.upstreamName)
     }
 }
 
@@ -103,6 +218,12 @@ enum Upstream: Sendable {
         var host = text[..<colon]
         if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         self = .host(String(host), port)
+    }
+
+    /// The host to connect to; `nil` for a Unix socket.
+    var host: String? {
+        if case .host(let host, _) = self { return host }
+        return nil
     }
 
     /// Connects on `ring`, calling `handler` there.

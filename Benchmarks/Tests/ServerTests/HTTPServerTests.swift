@@ -528,7 +528,7 @@ struct HTTPServerTests {
         #expect(help.status == 0, "\(help)")
         let flags = [
             "--host", "--port", "--rings", "--api", "--queue", "--root", "--max-body", "--header-timeout",
-            "--idle-timeout", "--max-connections", "--access-log",
+            "--idle-timeout", "--max-connections", "--access-log", "--tls-certificate", "--tls-key",
         ]
         for flag in flags {
             #expect(help.text.contains(flag), "--help does not mention \(flag):\n\(help)")

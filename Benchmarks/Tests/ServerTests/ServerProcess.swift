@@ -26,6 +26,8 @@ final class ServerProcess: Sendable {
     private final class PrintedOutput: Sendable {
         let bytes = Locked<[UInt8]>([])
         let ended = DispatchSemaphore(value: 0)
+        /// Signalled whenever more was printed (or the output ended).
+        let arrived = DispatchSemaphore(value: 0)
     }
 
     /// Starts `.build/<triple>/debug/<name>` (next to the test bundle) with `arguments`.
@@ -77,10 +79,19 @@ final class ServerProcess: Sendable {
         printed.bytes.withLock { $0 = line }
         if keepingOutput {
             startThread {
-                let rest = readToEnd(reader)
+                // Piece by piece, as the server prints: ``waitForOutput(containing:seconds:)``
+                // sees each line as it comes.
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    let count = read(reader, &buffer, buffer.count)
+                    if count < 0 && errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    printed.bytes.withLock { $0 += buffer[..<count] }
+                    printed.arrived.signal()
+                }
                 close(reader)
-                printed.bytes.withLock { $0 += rest }
                 printed.ended.signal()
+                printed.arrived.signal()
             }
         } else {
             close(reader)
@@ -109,6 +120,18 @@ final class ServerProcess: Sendable {
     func output(seconds: Double = 10) -> [UInt8] {
         if wait(self.printed.ended, seconds: seconds) { self.printed.ended.signal() }
         return self.printed.bytes.withLock { $0 }
+    }
+
+    /// Waits (with `keepingOutput`) until a line the server printed contains `text`, at most
+    /// `seconds`; returns that line, or `nil`.
+    func waitForOutput(containing text: String, seconds: Double = 10) -> String? {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            let printed = String(decoding: self.printed.bytes.withLock { $0 }, as: UTF8.self)
+            if let line = printed.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+            // Woken by each piece of output (or its end); the server's exit ends the wait too.
+            guard self.printed.arrived.wait(timeout: deadline) == .success else { return nil }
+        }
     }
 
     /// The path of the built executable `name`, next to the test bundle.

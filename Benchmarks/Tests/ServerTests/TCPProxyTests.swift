@@ -141,7 +141,7 @@ func openDescriptors(_ pid: pid_t) -> Int {
 struct TCPProxyTests {
     /// `connections` clients, `concurrently` at a time, each sending `messages` random
     /// messages (1 byte to 64 KiB) through the proxy and checking every echoed byte.
-    private func exchange(port: UInt16, connections: Int, concurrently: Int, messages: Int) -> [String] {
+    func exchange(port: UInt16, connections: Int, concurrently: Int, messages: Int) -> [String] {
         let failures = Mutex<[String]>([])
         let next = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: concurrently) { _ in
