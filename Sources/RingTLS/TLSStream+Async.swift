@@ -26,7 +26,8 @@ extension TLSStream {
     ///   (as ``close(flags:)`` with ``CloseFlags/stop``).
     public func handshake(isolation: isolated (any Actor)? = #isolation) async throws(TLSError) -> Handshake {
         let core = self.core
-        return try await withTaskCancellationHandler(
+        return try await _withCancellationHandler(
+            isolation: isolation,
             operation: {
                 await withUnsafeContinuation(isolation: isolation) { continuation in
                     core.perform { $0.waitForHandshake(.awaiting(continuation)) }
@@ -34,8 +35,7 @@ extension TLSStream {
             },
             onCancel: {
                 core.perform { $0.close(stop: true) }
-            },
-            isolation: isolation
+            }
         ).get()
     }
 
@@ -47,7 +47,8 @@ extension TLSStream {
     ///   a TLS stream cannot drop part of a record.
     public func write(_ data: ByteRope, isolation: isolated (any Actor)? = #isolation) async throws(TLSError) {
         let core = self.core
-        try await withTaskCancellationHandler(
+        try await _withCancellationHandler(
+            isolation: isolation,
             operation: {
                 await withUnsafeContinuation(isolation: isolation) { continuation in
                     let write = _TLSWrite(target: .awaiting(continuation), source: .bytes(data))
@@ -56,8 +57,7 @@ extension TLSStream {
             },
             onCancel: {
                 core.perform { $0.close(stop: true) }
-            },
-            isolation: isolation
+            }
         ).get()
     }
 
@@ -75,7 +75,8 @@ extension TLSStream {
     ) async throws(TLSError) {
         precondition(offset >= 0 && length >= 0, "TLSStream.write(contentsOf:): negative offset or length")
         let core = self.core
-        let outcome: Result<Void, TLSError> = await withTaskCancellationHandler(
+        let outcome: Result<Void, TLSError> = await _withCancellationHandler(
+            isolation: isolation,
             operation: {
                 await withUnsafeContinuation(isolation: isolation) { continuation in
                     let write = _TLSWrite(
@@ -91,8 +92,7 @@ extension TLSStream {
             },
             onCancel: {
                 core.perform { $0.close(stop: true) }
-            },
-            isolation: isolation
+            }
         )
         try outcome.get()
     }
@@ -144,7 +144,8 @@ extension TLSStream {
                 if self.ended { return nil }
                 let core = self.stream.core
                 let read = _TLSRead(target: .next, length: .max)
-                let outcome: Result<ByteRope?, TLSError> = await withTaskCancellationHandler(
+                let outcome: Result<ByteRope?, TLSError> = await _withCancellationHandler(
+                    isolation: actor,
                     operation: {
                         await withUnsafeContinuation(isolation: actor) { continuation in
                             // Set before the read reaches the ring (the enqueue orders the two).
@@ -154,8 +155,7 @@ extension TLSStream {
                     },
                     onCancel: {
                         core.perform { $0.cancelRead(read) }
-                    },
-                    isolation: actor
+                    }
                 )
                 switch outcome {
                 case .success(let rope?):

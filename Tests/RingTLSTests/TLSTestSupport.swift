@@ -374,8 +374,10 @@ func tlsClient(
     try TLSStream(clientOn: try connectLoopback(port: port), ring: ring, context: context, serverName: serverName)
 }
 
-/// A TCP socket connected to 127.0.0.1:`port` with a blocking `connect` (the tests' stand-in
-/// for RingIO's connect, which is not there yet), close-on-exec, TCP_NODELAY.
+/// A TCP socket connected to 127.0.0.1:`port` with a blocking `connect`, close-on-exec,
+/// TCP_NODELAY: for the tests that need a raw socket of their own (a peer that sends garbage,
+/// stops mid-handshake, or is wrapped by ``tlsClient(port:ring:context:serverName:)``, which
+/// may be called on the ring's own thread). TLSConnectTests dial with `IOConnection.connect`.
 func connectLoopback(port: UInt16, host: String = "127.0.0.1") throws -> CInt {
     let fd = socket(AF_INET, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw Errno(rawValue: errno) }

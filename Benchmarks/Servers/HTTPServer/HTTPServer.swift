@@ -62,7 +62,7 @@ struct HTTPServer: ParsableCommand {
 
             HTTPS: --tls-certificate and --tls-key (PEM) serve HTTP/1.1 over TLS 1.2 or 1.3 \
             (RingTLS, on OpenSSL), with ALPN "http/1.1", the same answers as in plaintext; each \
-            connection is served by a task on its ring (--api does not apply). The kernel \
+            connection is served as --api and --queue say. The kernel \
             encrypts the output after the handshake where it has a TLS ULP (kTLS; a large range \
             is then spliced), else OpenSSL does: the third line printed says which, and why \
             ("http-server tls: …"), and --stats counts the connections on each path.
@@ -261,7 +261,7 @@ final class Server: Sendable {
         var options = IOListener.Options()
         options.reusePort = true
         options.maxConnections = configuration.maxConnections
-        if let context = self.tlsContext {
+        if let context = self.tlsContext, configuration.api == .async {
             return try self.listenForHTTPS(options: options, context: context)
         }
         switch configuration.api {
@@ -305,7 +305,8 @@ final class Server: Sendable {
         }
     }
 
-    /// HTTPS: a task per connection on the ring that accepted it (``TLSHTTPConnection``).
+    /// HTTPS with `--api async`: a task per connection on the ring that accepted it
+    /// (``TLSHTTPConnection``).
     private func listenForHTTPS(
         options: IOListener.Options,
         context: TLSContext
@@ -375,6 +376,23 @@ final class Server: Sendable {
         let queue: any IOQueue =
             self.configuration.queue == .ring ? connection.ring : DispatchQueue(label: "http-server.connection")
         self.stats?.connectionAccepted()
-        HTTPConnection(connection, queue: queue, server: self).start()
+        if let context = self.tlsContext {
+            self.acceptedOverTLS(connection, queue: queue, context: context)
+        } else {
+            HTTPConnection(connection, queue: queue, server: self).start()
+        }
+    }
+
+    /// HTTPS with `--api handlers`: a TLS stream over the connection, served by
+    /// ``TLSHandlerHTTPConnection``.
+    private func acceptedOverTLS(_ connection: IOConnection, queue: any IOQueue, context: TLSContext) {
+        do throws(TLSError) {
+            let tls = try TLSStream(accepting: connection, context: context)
+            TLSHandlerHTTPConnection(connection, tls: tls, queue: queue, server: self).start()
+        } catch {
+            self.logger.warning("TLS: \(error)")
+            self.stats?.tlsFailed()
+            connection.channel.close(flags: .stop)
+        }
     }
 }

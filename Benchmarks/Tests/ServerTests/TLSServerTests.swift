@@ -18,26 +18,33 @@ import Glibc
     .enabled(if: opensslExists, "the tests make their certificates with the openssl command")
 )
 struct HTTPSServerTests {
+    /// Every way of serving a connection: handlers on the accepting ring, handlers on a
+    /// DispatchQueue per connection, a task per connection on the accepting ring.
+    static let deliveries = ["ring", "dispatch", "async"]
+
     private func startServer(
         _ certificates: TestCertificates,
+        _ delivery: String,
         _ options: [String] = [],
         keepingOutput: Bool = false
     ) throws -> ServerProcess {
-        try ServerProcess(
+        let mode = delivery == "async" ? ["--api", "async"] : ["--queue", delivery]
+        return try ServerProcess(
             "http-server",
-            ["--host", "127.0.0.1", "--port", "0", "--rings", "2"] + certificates.serverOptions + options,
+            ["--host", "127.0.0.1", "--port", "0", "--rings", "2"] + mode + certificates.serverOptions + options,
             keepingOutput: keepingOutput
         )
     }
 
     @Test(
         "curl --cacert: HTTP/1.1 by ALPN, several URLs on one kept-alive connection, a 3 MiB file intact",
-        .enabled(if: toolExists("curl"), "curl is not installed")
+        .enabled(if: toolExists("curl"), "curl is not installed"),
+        arguments: deliveries
     )
-    func curl() throws {
+    func curl(_ delivery: String) throws {
         let certificates = try TestCertificates()
         let tree = try StaticTree()
-        let server = try self.startServer(certificates, ["--root", tree.root])
+        let server = try self.startServer(certificates, delivery, ["--root", tree.root])
         let base = "https://localhost:\(server.port)"
         let paths = ["/", "/hello.txt", "/missing.txt", "/big.bin", "/"]
         var arguments =
@@ -71,7 +78,7 @@ struct HTTPSServerTests {
     )
     func curlUntrusted() throws {
         let certificates = try TestCertificates()
-        let server = try self.startServer(certificates)
+        let server = try self.startServer(certificates, "ring")
         let url = "https://localhost:\(server.port)/"
         let resolve = ["--resolve", "localhost:\(server.port):127.0.0.1"]
         let refused = runTool(
@@ -86,12 +93,13 @@ struct HTTPSServerTests {
 
     @Test(
         "Python's ssl client: ALPN http/1.1, keep-alive requests, 16 pipelined in one write, a 300 KB POST echoed, Connection: close",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        .enabled(if: toolExists("python3"), "python3 is not installed"),
+        arguments: deliveries
     )
-    func python() throws {
+    func python(_ delivery: String) throws {
         let certificates = try TestCertificates()
         let tree = try StaticTree()
-        let server = try self.startServer(certificates, ["--root", tree.root])
+        let server = try self.startServer(certificates, delivery, ["--root", tree.root])
         let python = runPython(
             httpsClientScript,
             ["\(server.port)", certificates.caCertificate, tree.root + "/hello.txt"],
@@ -105,11 +113,12 @@ struct HTTPSServerTests {
 
     @Test(
         "garbage instead of a ClientHello: the connection is closed, counted, and the next client is served; --stats and the start say user space or kTLS",
-        .enabled(if: toolExists("curl"), "curl is not installed")
+        .enabled(if: toolExists("curl"), "curl is not installed"),
+        arguments: deliveries
     )
-    func garbage() throws {
+    func garbage(_ delivery: String) throws {
         let certificates = try TestCertificates()
-        let server = try self.startServer(certificates, ["--rings", "1", "--stats"], keepingOutput: true)
+        let server = try self.startServer(certificates, delivery, ["--rings", "1", "--stats"], keepingOutput: true)
         let announced = try #require(server.waitForOutput(containing: "http-server tls:"), "no TLS line printed")
         let kernel = !announced.contains("kTLS unavailable") && !announced.contains("kTLS off")
 
@@ -149,11 +158,12 @@ struct HTTPSServerTests {
 
     @Test(
         "timeouts over TLS: a request head left unfinished gets 408 after --header-timeout; an idle connection gets close_notify after --idle-timeout",
-        .enabled(if: toolExists("python3"), "python3 is not installed")
+        .enabled(if: toolExists("python3"), "python3 is not installed"),
+        arguments: deliveries
     )
-    func timeouts() throws {
+    func timeouts(_ delivery: String) throws {
         let certificates = try TestCertificates()
-        let server = try self.startServer(certificates, ["--header-timeout", "1", "--idle-timeout", "1"])
+        let server = try self.startServer(certificates, delivery, ["--header-timeout", "1", "--idle-timeout", "1"])
         let python = runPython(timeoutClientScript, ["\(server.port)", certificates.caCertificate], seconds: 30)
         #expect(python.status == 0, "\(python)")
         #expect(python.text.hasSuffix("ok\n"), "\(python)")

@@ -27,6 +27,9 @@ struct HarnessOptions {
     var fio: String?
     /// HAProxy, the proxies' peer (`nil`: not installed).
     var haproxy: String? = nil
+    /// The `openssl` command: the TLS group's certificate, and `s_time` for the handshakes
+    /// (`nil`: not installed).
+    var openssl: String? = nil
     /// The engines RingIO's servers and file reader run on (`--backend`), each a row of its own.
     var backends: [Backend] = [.ioUring]
 }
@@ -44,6 +47,7 @@ final class Harness {
     private let udpServers: [ServerSpec]
     private let connectClients: [ServerSpec]
     private let fileReaders: [ServerSpec]
+    private let tlsServers: [ServerSpec]
     private(set) var workloads: [WorkloadResult] = []
     private(set) var memory: [MemoryResult] = []
     private(set) var notes: [String] = []
@@ -66,6 +70,8 @@ final class Harness {
         (self.echoServers, self.httpServers) = (echoServers, httpServers)
         (self.staticServers, self.fileReaders) = (staticServers, fileReaders)
         (self.udpServers, self.connectClients) = (udpServers, connectClients)
+        let tlsServers = Plan.onBackends(Plan.tlsServers(nginx: options.nginx), options.backends)
+        self.tlsServers = tlsServers
         let repeats = options.timing.repeats
         var total = 0
         if options.groups.contains(.echo) {
@@ -100,6 +106,12 @@ final class Harness {
         }
         if options.groups.contains(.file), options.workloads?.contains(Plan.fileWorkload.key) ?? true {
             total += fileReaders.count * repeats
+        }
+        if options.groups.contains(.tls) {
+            let workloads = Plan.tlsWorkloads(wrk: options.wrk != nil, sTime: options.openssl != nil)
+            for workload in Self.selected(workloads, options) {
+                total += workload.servers(of: tlsServers).count * repeats
+            }
         }
         self.total = total
     }
@@ -174,6 +186,35 @@ final class Harness {
             if self.options.fio == nil { self.notes.append("fio is not installed: the file read has no fio row.") }
             self.runFileReads()
         }
+        if self.options.groups.contains(.tls) {
+            try self.runTLS()
+        }
+    }
+
+    /// The TLS group: the certificate first, then the servers as any group.
+    private func runTLS() throws {
+        let workloads = Self.selected(
+            Plan.tlsWorkloads(wrk: self.options.wrk != nil, sTime: self.options.openssl != nil),
+            self.options
+        )
+        if self.options.wrk == nil { self.notes.append("wrk is not installed: no HTTPS hello row.") }
+        if self.options.nginx == nil { self.notes.append("nginx is not installed: the TLS rows have no nginx.") }
+        guard let openssl = self.options.openssl else {
+            self.notes.append("openssl is not installed: no TLS workload (it makes their certificate).")
+            return
+        }
+        guard !workloads.isEmpty else { return }
+        self.notes.append(
+            "TLS: every server has the same self-signed ECDSA P-256 certificate and agrees on TLS 1.3 with "
+                + "\(TLSCredentials.cipherSuite), the one suite the clients offer (an OPENSSL_CONF of their own; "
+                + "RingIO and nginx are held to it as well), no session tickets. RingIO: `http-server --rings 1 --tls-certificate … "
+                + "--no-tls-session-tickets` (RingTLS on the system's OpenSSL 3); nginx: one "
+                + "worker, `ssl_conf_command NumTickets 0`, no session cache; SwiftNIO + NIOSSL: "
+                + "Benchmarks/TLSPeers. Handshakes: `openssl s_time -new` (one connection after another, each a "
+                + "full handshake), the server's CPU per new connection."
+        )
+        try TLSCredentials.write(scratch: self.options.scratch, openssl: openssl)
+        try self.runServerGroup(.tls, servers: self.tlsServers, workloads: workloads)
     }
 
     /// The workloads of `workloads` that `--workloads` selects.
@@ -416,6 +457,18 @@ final class Harness {
                 bodyBytes: bytes,
                 repetition: repetition
             )
+        case .https(let connections):
+            return try self.measureWithWrk(
+                server,
+                connections: connections,
+                path: "/",
+                bodyBytes: 13,
+                repetition: repetition,
+                scheme: "https",
+                environment: TLSCredentials.clientEnvironment(scratch: self.options.scratch)
+            )
+        case .handshakes:
+            return try self.measureHandshakes(server, repetition: repetition)
         case .file, .connects:
             preconditionFailure("file reads and connect clients are not server workloads")
         }
@@ -473,7 +526,9 @@ final class Harness {
         connections: Int,
         path: String,
         bodyBytes: Int,
-        repetition: Int
+        repetition: Int,
+        scheme: String = "http",
+        environment: [String: String] = [:]
     ) throws -> Sample {
         let seconds = max(1, Int(self.options.timing.duration.rounded(.up)))
         let cpuBefore = ProcessStats.cpuSeconds(server.pids)
@@ -481,11 +536,12 @@ final class Harness {
         let output = try runToCompletion(
             [
                 self.options.wrk!, "-t1", "-c\(connections)", "-d\(seconds)s", "--latency",
-                "http://127.0.0.1:\(server.port)\(path)",
+                "\(scheme)://127.0.0.1:\(server.port)\(path)",
             ],
             cpu: self.options.clientCPU,
             timeout: Double(seconds) + 30,
-            logDirectory: self.options.scratch
+            logDirectory: self.options.scratch,
+            environment: environment
         )
         let cpu = ProcessStats.cpuSeconds(server.pids) - cpuBefore
         // wrk, the one child that ended in between (the servers run on).
@@ -498,6 +554,43 @@ final class Harness {
             serverCPU: cpu / Double(parsed.requests) * 1e6,
             latency: parsed.latency,
             clientBusy: clientCPU / Double(seconds)
+        )
+    }
+
+    /// `openssl s_time -new` against `server` for the window rounded up to whole seconds (its
+    /// unit): one TLS connection after another, each a full handshake, closed at once. The
+    /// server's CPU per connection, read around the whole run; the rate over the run's wall
+    /// time (s_time's own is in whole seconds). Any failed connection fails the run.
+    private func measureHandshakes(_ server: RunningServer, repetition: Int) throws -> Sample {
+        let seconds = max(1, Int(self.options.timing.duration.rounded(.up)))
+        let cpuBefore = ProcessStats.cpuSeconds(server.pids)
+        let clientBefore = childrenCPUSeconds()
+        let start = monotonicSeconds()
+        let output = try runToCompletion(
+            [self.options.openssl!, "s_time", "-connect", "127.0.0.1:\(server.port)", "-new", "-time", "\(seconds)"],
+            cpu: self.options.clientCPU,
+            timeout: Double(seconds) + 30,
+            logDirectory: self.options.scratch,
+            environment: TLSCredentials.clientEnvironment(scratch: self.options.scratch)
+        )
+        let elapsed = monotonicSeconds() - start
+        let cpu = ProcessStats.cpuSeconds(server.pids) - cpuBefore
+        let clientCPU = childrenCPUSeconds() - clientBefore
+        // "1234 connections in 2 real seconds, 0 bytes read per connection"
+        let connections = output.split(separator: "\n").first {
+            $0.contains("connections in") && $0.contains("real seconds")
+        }
+        .flatMap { $0.split(separator: " ").first }.flatMap { Int($0) }
+        guard let connections, connections > 0 else {
+            throw HarnessError("openssl s_time: no connection counted in its output:\n\(output)")
+        }
+        return Sample(
+            repetition: repetition,
+            operationsPerSecond: Double(connections) / elapsed,
+            megabytesPerSecond: 0,
+            serverCPU: cpu / Double(connections) * 1e6,
+            latency: nil,
+            clientBusy: clientCPU / elapsed
         )
     }
 

@@ -65,10 +65,14 @@ enum Backend: String, Codable, Sendable, CaseIterable {
 }
 
 /// Where the executables are: `swift run -c release --package-path Benchmarks throughput`
-/// builds them all next to `throughput` itself.
+/// builds them all next to `throughput` itself; the TLS peers' package (Benchmarks/TLSPeers)
+/// is built on demand, into a folder of its own.
 struct Binaries: Sendable {
     var directory: String
+    /// Where `nio-ssl-server` is, once TLSPeers is built (``TLSPeers/build()``).
+    var tlsPeersDirectory: String? = nil
     func path(_ name: String) -> String { "\(self.directory)/\(name)" }
+    func tlsPeer(_ name: String) -> String { "\(self.tlsPeersDirectory ?? "TLSPeers-not-built")/\(name)" }
 }
 
 enum WorkloadGroup: String, Codable, Sendable, CaseIterable {
@@ -82,6 +86,8 @@ enum WorkloadGroup: String, Codable, Sendable, CaseIterable {
     /// Connect clients against the C echo server: the clients are measured (`--only connect`).
     case connect
     case file
+    /// HTTPS (`--only tls`): RingIO's http-server with RingTLS beside nginx and NIOSSL.
+    case tls
 }
 
 /// How a workload loads a server.
@@ -100,6 +106,11 @@ enum WorkloadKind: Sendable {
     case connects(concurrency: Int, size: Int)
     /// A whole warm-cache file read.
     case file
+    /// wrk over HTTPS, keep-alive GET /, one thread.
+    case https(connections: Int)
+    /// `openssl s_time -new`: one TLS connection after another, each a full handshake, then
+    /// `close_notify` and close; the server's CPU per connection.
+    case handshakes
 }
 
 /// What the report leads with for a workload.
@@ -299,6 +310,47 @@ enum Plan {
                             root: StaticFiles.directory(scratch: scratch),
                             openFileCache: openFileCache
                         )
+                    }
+                )
+            )
+        }
+        return servers
+    }
+
+    /// The HTTPS servers, all with the same ECDSA P-256 certificate (``TLSCredentials``), TLS
+    /// 1.3 with AES-128-GCM, no session tickets: RingIO's http-server (RingTLS), nginx (one
+    /// worker), and SwiftNIO with NIOSSL (from the TLSPeers package).
+    static func tlsServers(nginx: String?) -> [ServerSpec] {
+        var servers = [
+            ServerSpec(key: "ringio", name: "RingIO", ringIO: true) { binaries, port, scratch in
+                [
+                    binaries.path("http-server"), "--port", "\(port)", "--rings", "1",
+                    "--tls-certificate", TLSCredentials.certificate(scratch: scratch),
+                    "--tls-key", TLSCredentials.key(scratch: scratch),
+                    "--tls-ciphersuites", TLSCredentials.cipherSuite, "--no-tls-session-tickets",
+                ]
+            },
+            ServerSpec(key: "nio-ssl", name: "SwiftNIO + NIOSSL") { binaries, port, scratch in
+                [
+                    binaries.tlsPeer("nio-ssl-server"), "--port", "\(port)",
+                    "--certificate", TLSCredentials.certificate(scratch: scratch),
+                    "--key", TLSCredentials.key(scratch: scratch),
+                ]
+            },
+        ]
+        if let nginx {
+            servers.append(
+                ServerSpec(
+                    key: "nginx",
+                    name: "nginx",
+                    arguments: { _, _, scratch in
+                        [
+                            nginx, "-p", "\(scratch)/nginx-tls", "-e", "\(scratch)/nginx-tls/error.log", "-c",
+                            "\(scratch)/nginx-tls/nginx.conf",
+                        ]
+                    },
+                    prepare: { port, scratch in
+                        try NginxConfiguration.writeTLS(port: port, directory: "\(scratch)/nginx-tls", scratch: scratch)
                     }
                 )
             )
@@ -585,6 +637,38 @@ enum Plan {
         operation: "connection"
     )
 
+    /// HTTPS hello by wrk (keep-alive, 64 connections: their 64 handshakes are in the
+    /// window, a few hundredths of a percent of it), and new connections by `openssl s_time`.
+    static func tlsWorkloads(wrk: Bool, sTime: Bool) -> [Workload] {
+        var workloads: [Workload] = []
+        if wrk {
+            workloads.append(
+                Workload(
+                    key: "https-hello-wrk",
+                    title: "HTTPS hello (TLS 1.3, AES-128-GCM), keep-alive, wrk -t1 -c64",
+                    group: .tls,
+                    kind: .https(connections: 64),
+                    primary: .operations,
+                    operation: "request"
+                )
+            )
+        }
+        if sTime {
+            workloads.append(
+                Workload(
+                    key: "tls-handshakes",
+                    title: "New TLS 1.3 connections, full handshakes (no resumption), openssl s_time -new",
+                    group: .tls,
+                    kind: .handshakes,
+                    primary: .operations,
+                    operation: "connection",
+                    servers: ["ringio", "nginx"]
+                )
+            )
+        }
+        return workloads
+    }
+
     static let fileWorkload = Workload(
         key: "file-read",
         title: "File read, warm cache",
@@ -623,6 +707,55 @@ enum StaticFiles {
                 throw HarnessError("cannot write \(directory)/\(file.name)")
             }
         }
+    }
+}
+
+/// The TLS workloads' certificate and key: ECDSA P-256, self-signed for "localhost" and
+/// 127.0.0.1, made with `openssl req` in the scratch folder when the group runs (no key is
+/// committed).
+enum TLSCredentials {
+    /// The TLS 1.3 cipher suite every server is held to.
+    static let cipherSuite = "TLS_AES_128_GCM_SHA256"
+
+    static func certificate(scratch: String) -> String { "\(scratch)/tls/certificate.pem" }
+    static func key(scratch: String) -> String { "\(scratch)/tls/key.pem" }
+
+    /// The clients' environment: an OpenSSL configuration (`OPENSSL_CONF`, which wrk and
+    /// `openssl s_time` read when OpenSSL starts) whose TLS 1.3 suites are ``cipherSuite``
+    /// alone. The servers are held to it too where they can be (RingIO, nginx); BoringSSL's
+    /// suites cannot be configured, and it takes the client's first choice — OpenSSL's default
+    /// list starts with AES-256-GCM — so the client's offer is what holds NIOSSL to it.
+    static func clientEnvironment(scratch: String) -> [String: String] {
+        ["OPENSSL_CONF": "\(scratch)/tls/client.cnf"]
+    }
+
+    /// Makes the certificate and key with `openssl` (which must be on PATH), and the clients'
+    /// configuration.
+    static func write(scratch: String, openssl: String) throws {
+        try makeDirectory("\(scratch)/tls")
+        try writeFile(
+            "\(scratch)/tls/client.cnf",
+            """
+            openssl_conf = default_conf
+            [default_conf]
+            ssl_conf = ssl_sect
+            [ssl_sect]
+            system_default = system_default_sect
+            [system_default_sect]
+            Ciphersuites = \(Self.cipherSuite)
+
+            """
+        )
+        _ = try runToCompletion(
+            [
+                openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", Self.key(scratch: scratch), "-out", Self.certificate(scratch: scratch), "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            ],
+            cpu: 0,
+            timeout: 30,
+            logDirectory: scratch
+        )
     }
 }
 
@@ -694,6 +827,32 @@ enum NginxConfiguration {
                     listen 127.0.0.1:\(port) backlog=4096;
                     root \(root);
                     location / {
+                    }
+                }
+            }
+
+            """
+        try makeDirectory(directory)
+        try writeFile("\(directory)/nginx.conf", text)
+    }
+
+    /// HTTPS hello: TLS 1.2 or 1.3 with the certificate of ``TLSCredentials``, TLS 1.3 held to
+    /// AES-128-GCM, no session tickets and no session cache (every handshake a full one).
+    static func writeTLS(port: Int, directory: String, scratch: String) throws {
+        let text = """
+            \(self.head(directory: directory))
+                server {
+                    listen 127.0.0.1:\(port) ssl backlog=4096;
+                    ssl_certificate \(TLSCredentials.certificate(scratch: scratch));
+                    ssl_certificate_key \(TLSCredentials.key(scratch: scratch));
+                    ssl_protocols TLSv1.2 TLSv1.3;
+                    ssl_conf_command Ciphersuites \(TLSCredentials.cipherSuite);
+                    ssl_conf_command NumTickets 0;
+                    ssl_session_tickets off;
+                    ssl_session_cache off;
+                    location / {
+                        default_type text/plain;
+                        return 200 "Hello, World!";
                     }
                 }
             }

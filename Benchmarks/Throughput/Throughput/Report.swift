@@ -325,6 +325,25 @@ extension RunReport {
             { "RingIO uses \(Format.ratio($0)) SwiftNIO's CPU" },
             { $0 <= 0.8 }
         )
+        // HTTPS (RingTLS on OpenSSL), TLS 1.3 with AES-128-GCM, the same certificate everywhere.
+        add(
+            "HTTPS hello, keep-alive (wrk): RingIO's server CPU per request ≤ 1.0× nginx's",
+            self.measured("https-hello-wrk", "nginx", cpu: true, inverted: true),
+            { "RingIO uses \(Format.ratio($0)) nginx's CPU" },
+            { $0 <= 1.0 }
+        )
+        add(
+            "HTTPS hello, keep-alive (wrk): RingIO's server CPU per request ≤ 0.6× SwiftNIO + NIOSSL's",
+            self.measured("https-hello-wrk", "nio-ssl", cpu: true, inverted: true),
+            { "RingIO uses \(Format.ratio($0)) SwiftNIO + NIOSSL's CPU" },
+            { $0 <= 0.6 }
+        )
+        add(
+            "New TLS connections (full handshakes): RingIO's server CPU per connection ≤ 1.1× nginx's",
+            self.measured("tls-handshakes", "nginx", cpu: true, inverted: true),
+            { "RingIO uses \(Format.ratio($0)) nginx's CPU" },
+            { $0 <= 1.1 }
+        )
         add(
             "File read, warm cache: RingIO ≥ 0.9× fio io_uring's MB/s",
             self.measured("file-read", "fio", cpu: false, inverted: true),
@@ -404,7 +423,7 @@ extension RunReport {
         // A column per group whose servers ran (the connect clients run to their end: none).
         let groups: [(WorkloadGroup, String)] = [
             (.echo, "echo workloads"), (.http, "HTTP workloads"), (.staticFiles, "static files"),
-            (.udp, "UDP echo"), (.proxy, "proxies"),
+            (.udp, "UDP echo"), (.proxy, "proxies"), (.tls, "TLS workloads"),
         ].filter { group, _ in self.memory.contains { $0.group == group } }
         text += "| server | " + groups.map { "peak resident, \($0.1) | " }.joined() + "per idle connection |\n"
         text += "|---|" + String(repeating: "---|", count: groups.count) + "---|\n"

@@ -22,13 +22,15 @@ struct Throughput: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "throughput",
         abstract:
-            "RingIO's servers (echo, HTTP, static files, UDP echo), proxy, connects and file reads beside SwiftNIO, Hummingbird, Dispatch, C liburing servers, nginx, HAProxy and fio.",
+            "RingIO's servers (echo, HTTP, static files, UDP echo, HTTPS), proxy, connects and file reads beside SwiftNIO, NIOSSL, Hummingbird, Dispatch, C liburing servers, nginx, HAProxy and fio.",
         discussion: """
             Starts every server pinned to one CPU and the load generator (or wrk, fio) on another, \
             runs each workload on the servers in turn (A B C A B C …), repeats, and writes a table of \
             medians with min–max and ratios to RingIO (Markdown, JSON, an SVG chart) to the output \
             folder. Full run: about 25 minutes; --quick: about 4; --smoke: proves every piece works.
-            nginx, wrk, HAProxy and fio join when installed (apt-get install -y nginx wrk haproxy fio).
+            nginx, wrk, HAProxy and fio join when installed (apt-get install -y nginx wrk haproxy fio). \
+            The TLS group builds its SwiftNIO + NIOSSL peer first (a package of its own, \
+            Benchmarks/TLSPeers: swift-nio-ssl compiles BoringSSL, minutes on a clean build).
             """
     )
 
@@ -53,17 +55,18 @@ struct Throughput: ParsableCommand {
     @Option(
         help: """
             Which groups to run, comma-separated: echo, http, static (static files over HTTP), udp (UDP \
-            echo), proxy (TCP proxies), connect (connect clients), file.
+            echo), proxy (TCP proxies), connect (connect clients), file, tls (HTTPS and handshakes).
             """
     )
-    var only: String = "echo,http,static,udp,proxy,connect,file"
+    var only: String = "echo,http,static,udp,proxy,connect,file,tls"
 
     @Option(
         help: """
             Which workloads of those groups to run, comma-separated keys (echo-64B, echo-64B-interval, \
             echo-4KiB, echo-64KiB, echo-64B-pipelined, echo-stream, http-hello, http-pipelined, \
             http-hello-wrk, http-file-16k, http-file-16k-wrk, http-file-1m, http-file-1m-wrk, udp-64B, \
-            udp-1400B, proxy-64B, proxy-64KiB, proxy-stream, connect, file-read); default: all. Idle \
+            udp-1400B, proxy-64B, proxy-64KiB, proxy-stream, connect, file-read, https-hello-wrk, \
+            tls-handshakes); default: all. Idle \
             connections are then not measured.
             """
     )
@@ -108,6 +111,7 @@ struct Throughput: ParsableCommand {
             let all =
                 Plan.echoWorkloads + Plan.httpWorkloads(wrk: true) + Plan.staticFileWorkloads(wrk: true)
                 + Plan.udpWorkloads + Plan.proxyWorkloads + [Plan.connectWorkload, Plan.fileWorkload]
+                + Plan.tlsWorkloads(wrk: true, sTime: true)
             let known = Set(all.map(\.key))
             for key in workloads.split(separator: ",") where !known.contains(String(key)) {
                 throw ValidationError("--workloads: unknown workload '\(key)'")
@@ -122,7 +126,7 @@ struct Throughput: ParsableCommand {
             throw ValidationError("taskset is missing (Debian's util-linux has it)")
         }
         Harness.taskset = taskset
-        let binaries = try Self.binaries()
+        var binaries = try Self.binaries()
         let outputDirectory = self.output ?? Self.defaultOutput()
         if self.renderOnly {
             let data = try Data(contentsOf: URL(fileURLWithPath: "\(outputDirectory)/throughput.json"))
@@ -135,6 +139,18 @@ struct Throughput: ParsableCommand {
         timing.warmup = self.warmup ?? timing.warmup
         timing.idleConnections = self.idleConnections ?? timing.idleConnections
 
+        let groups = Set(self.only.split(separator: ",").compactMap { WorkloadGroup(rawValue: String($0)) })
+        let tlsSelected =
+            groups.contains(.tls)
+            && (self.workloads.map { keys in
+                Plan.tlsWorkloads(wrk: true, sTime: true).contains {
+                    keys.split(separator: ",").contains(Substring($0.key))
+                }
+            } ?? true)
+        if tlsSelected {
+            // Before anything is measured: a build beside a measurement would skew it.
+            binaries.tlsPeersDirectory = try TLSPeers.build()
+        }
         raiseDescriptorLimit()
         let scratch = NSTemporaryDirectory() + "ringio-throughput-\(getpid())"
         try makeDirectory(scratch)
@@ -144,7 +160,7 @@ struct Throughput: ParsableCommand {
             timing: timing,
             serverCPU: self.serverCPU,
             clientCPU: self.clientCPU,
-            groups: Set(self.only.split(separator: ",").compactMap { WorkloadGroup(rawValue: String($0)) }),
+            groups: groups,
             workloads: self.workloads.map { Set($0.split(separator: ",").map(String.init)) },
             scratch: scratch,
             nginx: findExecutable("nginx"),
@@ -152,6 +168,7 @@ struct Throughput: ParsableCommand {
             wrk: findExecutable("wrk"),
             fio: findExecutable("fio"),
             haproxy: findExecutable("haproxy"),
+            openssl: findExecutable("openssl"),
             backends: (self.backend ?? (self.smoke ? .both : .ioUring)).backends
         )
         let harness = Harness(binaries: binaries, options: options)
