@@ -379,16 +379,23 @@ final class Server: Sendable {
         if let context = self.tlsContext {
             self.acceptedOverTLS(connection, queue: queue, context: context)
         } else {
-            HTTPConnection(connection, queue: queue, server: self).start()
+            HTTPConnection(
+                connection,
+                transport: ChannelTransport(channel: connection.channel),
+                queue: queue,
+                server: self
+            )
+            .start()
         }
     }
 
     /// HTTPS with `--api handlers`: a TLS stream over the connection, served by
-    /// ``TLSHandlerHTTPConnection``.
+    /// ``HTTPConnection`` over a ``TLSTransport``.
     private func acceptedOverTLS(_ connection: IOConnection, queue: any IOQueue, context: TLSContext) {
         do throws(TLSError) {
             let tls = try TLSStream(accepting: connection, context: context)
-            TLSHandlerHTTPConnection(connection, tls: tls, queue: queue, server: self).start()
+            let transport = TLSTransport(tls, queue: queue, ring: connection.ring, stats: self.stats)
+            HTTPConnection(connection, transport: transport, queue: queue, server: self).start()
         } catch {
             self.logger.warning("TLS: \(error)")
             self.stats?.tlsFailed()
