@@ -287,8 +287,13 @@ struct ConnectTests {
             // On the ring's executor, not the test's: under AddressSanitizer in CI, with the
             // whole suite beside it, a connect task on the test's executor did not start within
             // 10 s.
-            let task = Task(executorPreference: ring.taskExecutor) {
-                try await IOConnection.connect(to: hole.address, ring: ring)
+            // A connect that only the cancellation ends: with the default 10 s timeout, under
+            // ThreadSanitizer in CI the connect timed out before this test had seen its SYN_SENT
+            // socket and cancelled it.
+            var options = IOConnection.ConnectOptions()
+            options.timeout = .seconds(600)
+            let task = Task(executorPreference: ring.taskExecutor) { [options] in
+                try await IOConnection.connect(to: hole.address, options: options, ring: ring)
             }
             // Mid-connect: the kernel holds a socket in SYN_SENT towards the port. Polled on this
             // thread, as the handler form does.
@@ -314,7 +319,10 @@ struct ConnectTests {
         let port = try #require(hole.address.port)
         let calls = _TestLock<[Result<IOConnection, ConnectError>]>([])
         let done = DispatchSemaphore(value: 0)
-        let connecting = IOConnection.connect(to: hole.address, queue: ring) { result in
+        // Only the cancellation ends this connect (see the async test above).
+        var options = IOConnection.ConnectOptions()
+        options.timeout = .seconds(600)
+        let connecting = IOConnection.connect(to: hole.address, options: options, queue: ring) { result in
             calls.withLock { $0.append(result) }
             done.signal()
         }
