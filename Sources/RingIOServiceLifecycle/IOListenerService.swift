@@ -47,14 +47,18 @@ public struct IOListenerService: Service {
 
     /// The listener served: one handing its connections to `handler`, or one with a handler
     /// of its own.
-    private enum Listener: Sendable {
+    fileprivate enum Listener: Sendable {
         case listener(IOListener)
         case acceptor(IOAcceptor)
 
-        func shutdown(gracePeriod: Duration) async {
+        /// Starts the listener's shutdown; `completion` runs on the listener's first ring once
+        /// every connection is cleaned up.
+        func shutdown(gracePeriod: Duration, completion: @escaping @Sendable () -> Void) {
             switch self {
-            case .listener(let listener): await listener.shutdown(gracePeriod: gracePeriod)
-            case .acceptor(let acceptor): await acceptor.shutdown(gracePeriod: gracePeriod)
+            case .listener(let listener):
+                listener.shutdown(gracePeriod: gracePeriod, queue: listener.firstRing, completion: completion)
+            case .acceptor(let acceptor):
+                acceptor.shutdown(gracePeriod: gracePeriod, queue: acceptor.firstRing, completion: completion)
             }
         }
     }
@@ -104,20 +108,77 @@ public struct IOListenerService: Service {
     /// (and, with a connection handler, every connection's task has ended).
     public func run() async {
         let listener = self.listener
+        let gracePeriod = self.gracePeriod
         await withDiscardingTaskGroup { group in
             if case .listener(let listener) = listener, let handler = self.handler {
                 group.addTask(executorPreference: self.executor) {
                     await listener.serve(handler)
                 }
             }
-            var grace = self.gracePeriod
-            do {
-                try await gracefulShutdown()
-            } catch {
-                grace = .zero  // cancelled
+            // The shutdown starts in the handlers, where the group's graceful shutdown and the
+            // cancellation are signalled. Not with swift-service-lifecycle's
+            // `gracefulShutdown()`: it resumes its waiter through an unstructured task on the
+            // global concurrent executor, which a cooperative pool held by blocking work
+            // delays for as long as it is held (seen: a minute, in a test run beside
+            // synchronous tests).
+            let shutdown = _Shutdown(listener)
+            await withTaskCancellationHandler {
+                await withGracefulShutdownHandler {
+                    await shutdown.completed()
+                } onGracefulShutdown: {
+                    shutdown.begin(gracePeriod: gracePeriod)
+                }
+            } onCancel: {
+                shutdown.begin(gracePeriod: .zero)
             }
-            await listener.shutdown(gracePeriod: grace)
         }
+    }
+}
+
+/// One service run's shutdown: begun once (by the group's graceful shutdown or by the
+/// cancellation, whichever comes first), waited for by ``IOListenerService/run()``.
+private final class _Shutdown: Sendable {
+    private struct State {
+        var begun = false
+        var finished = false
+        var waiter: UnsafeContinuation<Void, Never>?
+    }
+
+    private let listener: IOListenerService.Listener
+    private let state = _Lock(State())
+
+    init(_ listener: IOListenerService.Listener) {
+        self.listener = listener
+    }
+
+    /// Starts the listener's shutdown, unless it has started. Any thread; never blocks.
+    func begin(gracePeriod: Duration) {
+        let first = self.state.withLock { state in
+            defer { state.begun = true }
+            return !state.begun
+        }
+        guard first else { return }
+        self.listener.shutdown(gracePeriod: gracePeriod) { self.finished() }
+    }
+
+    /// Returns once the shutdown has finished.
+    func completed() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let finished = self.state.withLock { state in
+                if !state.finished { state.waiter = continuation }
+                return state.finished
+            }
+            if finished { continuation.resume() }
+        }
+    }
+
+    private func finished() {
+        let waiter = self.state.withLock { state in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
     }
 }
 #endif

@@ -125,6 +125,46 @@ struct IOListenerServiceTests {
         }
     }
 
+    @Test("the group's graceful shutdown reaches the service while blocking work holds the cooperative pool")
+    func gracefulShutdownWithThePoolHeld() async throws {
+        try await withTaskExecutorPreference(testTaskExecutor) {
+            let rings = try RingLoopGroup(count: 1, entries: 64)
+            defer { rings.shutdown() }
+            let listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: rings, queue: nil) { _ in }
+            let service = IOListenerService(listener, gracePeriod: .seconds(5))
+            let group = ServiceGroup(services: [service], logger: logger)
+            let running = Task(executorPreference: rings.rings[0].taskExecutor) { try await group.run() }
+            // Every thread of the cooperative pool blocked, as a parallel run's synchronous
+            // tests block them: one blocking task per core, released once the service has
+            // returned (or after 30 s). swift-service-lifecycle's `gracefulShutdown()` resumes
+            // its waiter through a task on that pool: run() then returned only once the pool
+            // was free again. In a parallel run the pool may be held by other tests already,
+            // and the blocking tasks start late: the wait for them is short and not required
+            // (held either way).
+            let cores = max(Int(sysconf(CInt(_SC_NPROCESSORS_ONLN))), 1)
+            let started = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            for _ in 0..<cores {
+                Task.detached {
+                    started.signal()
+                    _ = release.wait(timeout: .now() + 30)
+                }
+            }
+            _ = await onThread { (0..<cores).allSatisfy { _ in wait(started, seconds: 2) } }
+            defer { for _ in 0..<cores { release.signal() } }
+            await group.triggerGracefulShutdown()
+            let returned = await onThread {
+                let done = DispatchSemaphore(value: 0)
+                Task(executorPreference: testTaskExecutor) {
+                    _ = try? await running.value
+                    done.signal()
+                }
+                return wait(done, seconds: 10)
+            }
+            #expect(returned, "run() did not return while the pool was held")
+        }
+    }
+
     @Test("handler listener: graceful shutdown closes the connections; cancellation stops at once")
     func handlerListener() async throws {
         // On the tests' own executor, which never starves: in the parallel run the

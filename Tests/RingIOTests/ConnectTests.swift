@@ -383,13 +383,22 @@ struct ConnectTests {
         try await withTaskExecutorPreference(testTaskExecutor) {
             let ring = try RingLoop()
             defer { ring.shutdown() }
-            let hole = try BlackHoleListener(host: "::1")
-            let holePort = try #require(hole.address.port)
             var options = IOConnection.ConnectOptions()
             options.connectionAttemptDelay = .milliseconds(100)
             // Both resolve to the same port number: the black hole's on ::1, the listener's on
-            // 127.0.0.1 — a listener is made on the hole's port.
-            let second = try IOListener(host: "127.0.0.1", port: holePort, ring: ring)
+            // 127.0.0.1 — a listener is made on the hole's port. That port may be taken on
+            // 127.0.0.1 (another test's socket, in a parallel run: EADDRINUSE): then another.
+            var made: (hole: BlackHoleListener, listener: IOListener)?
+            for _ in 0..<20 where made == nil {
+                let hole = try BlackHoleListener(host: "::1")
+                do {
+                    made = (hole, try IOListener(host: "127.0.0.1", port: try #require(hole.address.port), ring: ring))
+                } catch Errno.addressInUse {
+                    continue
+                }
+            }
+            let (hole, second) = try #require(made, "no port free on both ::1 and 127.0.0.1")
+            let holePort = try #require(hole.address.port)
             defer { second.close() }
             options.resolver = FixedResolver(
                 ipv6: .success([hole.address]),

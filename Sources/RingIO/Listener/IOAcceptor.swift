@@ -216,6 +216,11 @@ public final class IOAcceptor: Sendable {
     /// cleaned up. Any thread.
     public var openConnections: Int { self.core.openConnections }
 
+    /// The ring of the first listening socket: where RingIOServiceLifecycle runs the
+    /// completion of the shutdown it starts (a ring, never the global pool, which blocking
+    /// work can hold).
+    package var firstRing: RingLoop { self.core.acceptors[0].ring }
+
     /// Stops accepting: new connection attempts are refused from now on; the listening
     /// sockets are closed on their rings once their accepts have returned. The open
     /// connections stay open (see ``shutdown(gracePeriod:queue:completion:)``). Idempotent.
