@@ -296,8 +296,11 @@ public final class TLSStream: Sendable {
         queue: some IOQueue,
         handler: @escaping @Sendable (_ done: Bool, _ remaining: ByteRope?, _ error: TLSError?) -> Void
     ) {
+        let core = self.core
+        // On the ring's thread, with nothing in the way, the records go to the channel now.
+        if core.ring.isCurrentThread && core.writeDirectly(data, queue: queue, handler: handler) { return }
         let write = _TLSWrite(target: .handler(queue, handler), source: .bytes(data))
-        self.core.perform { $0.scheduleWrite(write) }
+        core.perform { $0.scheduleWrite(write) }
     }
 
     /// Sends `length` bytes of the file open on `file`, from `offset`, in line with the

@@ -107,6 +107,9 @@ internal final class _TLSCore: @unchecked Sendable {
     /// SNI handler switched to.
     @exclusivity(unchecked) private var contexts: [_SSLContextBox]
     @exclusivity(unchecked) private var handshakeState = HandshakeState.running
+    /// The handshake is done and OpenSSL encrypts the output: a write may go out at once
+    /// (`writeDirectly`) when nothing else is in the way.
+    @exclusivity(unchecked) private var encryptsDirectly = false
     @exclusivity(unchecked) private var handshakeWaiters: [_TLSHandshakeWaiter] = []
     @exclusivity(unchecked) private var timer: IOSourceTimer?
     /// A fatal error: the stream is unusable (after its alert, if any, is flushed).
@@ -402,6 +405,85 @@ internal final class _TLSCore: @unchecked Sendable {
         self.pump()
     }
 
+    /// Encrypts `data` and hands the records to the channel at once, when nothing is in the way
+    /// — the common case of a response written on the ring's thread: the stream is
+    /// established and encrypts in user space, is not closing or failed, has no write waiting
+    /// to be encrypted and no output waiting to be written, and has room in its output budget.
+    /// `handler` is then called by the channel write's completion: no `_TLSWrite`, no queue, no
+    /// pump. Returns `false`, having done nothing, otherwise (the caller schedules the write).
+    ///
+    /// Order is kept: earlier writes are encrypted already (none waits), their records are in
+    /// channel writes issued before this one, and the channel completes its writes in order;
+    /// a completion calls the handlers of earlier writes first (`acknowledge`).
+    func writeDirectly(_ data: ByteRope, queue: any IOQueue, handler: @escaping _TLSWriteHandler) -> Bool {
+        self.assertOnRing()
+        let count = data.count
+        guard self.encryptsDirectly, self.failure == nil, !self.closeRequested, !self.writeClosed, !self.pumping,
+            count > 0, count <= Self.directWriteLimit, self.toEncrypt.isEmpty, self.segments.isEmpty,
+            self.outputProduced - self.outputAcknowledged + UInt64(count) <= UInt64(Self.outputLimit)
+        else { return false }
+        let outer = self.inUserCall
+        self.inUserCall = true
+        defer { self.inUserCall = outer }
+        self.errorQueueChecked = false
+        let (sealed, failed) = self.encryptReportingProgress(data, from: 0, budgeted: false)
+        if failed {
+            // The stream failed (`sslWrite`): the handler gets its error like any write's.
+            let remaining = sealed < count ? data.subrange(sealed..<count) : nil
+            self.deliveries.append(.write(queue, handler, remaining: remaining, error: self.failure ?? .closedStream))
+            self.pump()
+            return true
+        }
+        // Every record made, in order: the segments were empty before, and a write that filled
+        // an output buffer had `bioWrite` move that buffer's bytes to the segments.
+        var records: ByteRope
+        if self.segments.isEmpty {
+            records = self.outputSlot.takePending()
+        } else {
+            self.takeBufferedOutput()
+            records = ByteRope()
+            while case .bytes(let rope)? = self.segments.first {
+                _ = self.segments.popFirst()
+                records.append(rope)
+            }
+            assert(self.segments.isEmpty, "RingTLS: output other than records without kTLS")
+        }
+        let length = records.count
+        self.channelWritesInFlight += 1
+        self.channel.write(offset: 0, data: records, queue: self.ring) { [self] done, _, error in
+            guard done else { return }
+            self.directWriteDone(count: length, error: error, queue: queue, handler: handler)
+        }
+        return true
+    }
+
+    /// The most a write sends at once through `writeDirectly` (larger ones are encrypted as
+    /// the output budget allows).
+    static let directWriteLimit = 65_536
+
+    /// A channel write of `writeDirectly` is done.
+    private func directWriteDone(count: Int, error: Errno?, queue: any IOQueue, handler: @escaping _TLSWriteHandler) {
+        self.assertOnRing()
+        self.channelWritesInFlight -= 1
+        if let error {
+            self.outputFailed(error, "writing to the socket")
+            let failure = self.failure ?? .io(error, "writing to the socket")
+            self.deliveries.append(.write(queue, handler, remaining: nil, error: failure))
+            self.pump()
+            return
+        }
+        self.acknowledge(UInt64(count))
+        if self.deliveries.isEmpty, self.deferredBatches == 0, queue === self.ring, !self.closeRequested,
+            !self.writeClosed, self.toEncrypt.isEmpty, self.segments.isEmpty, self.failure == nil
+        {
+            // Nothing else waited for this write: its handler, and done.
+            handler(true, nil, nil)
+            return
+        }
+        self.deliveries.append(.write(queue, handler, remaining: nil, error: nil))
+        self.pump()
+    }
+
     /// Half-close: after the pending writes, `close_notify` and the socket's FIN.
     func closeWrite() {
         self.assertOnRing()
@@ -448,7 +530,7 @@ internal final class _TLSCore: @unchecked Sendable {
             self.channelReadReceived += data.count
         }
         guard done else {
-            if !self.channelClosed { self.pump() }
+            if !self.channelClosed && !self.deliverDirectly() { self.pump() }
             return
         }
         self.channelReadActive = false
@@ -543,6 +625,7 @@ internal final class _TLSCore: @unchecked Sendable {
         self.timer = nil
         let handshake = self.describeHandshake()
         self.handshakeState = .done(handshake)
+        self.encryptsDirectly = !self.transmitOffloaded
         self.published.withLock { $0.handshake = handshake }
         let waiters = self.handshakeWaiters
         self.handshakeWaiters = []
@@ -644,12 +727,31 @@ internal final class _TLSCore: @unchecked Sendable {
     /// output is `outputLimit` ahead of the channel. Returns how far `data` is encrypted, or
     /// `nil` when the stream failed.
     private func encrypt(_ data: ByteRope, from start: Int, budgeted: Bool) -> Int? {
+        let (sealed, failed) = self.encryptReportingProgress(data, from: start, budgeted: budgeted)
+        return failed ? nil : sealed
+    }
+
+    /// `encrypt(_:from:budgeted:)`, with how far `data` is encrypted when the stream failed.
+    /// A rope of one region (a response made in one piece, a record's worth or less) goes to
+    /// OpenSSL where it lies, without the gathering buffer.
+    private func encryptReportingProgress(
+        _ data: ByteRope,
+        from start: Int,
+        budgeted: Bool
+    ) -> (sealed: Int, failed: Bool) {
+        if start == 0, !budgeted, data.count > 0, data.count <= 16_384,
+            let sealed = data.withContiguousStorageIfAvailable({
+                self.sslWrite(UnsafeRawBufferPointer($0)) ? $0.count : nil
+            })
+        {
+            return sealed.map { ($0, false) } ?? (0, true)
+        }
         var state = _EncryptState(scratch: _GatherScratch.buffer, cursor: start)
         _ = data.apply { offset, region in
             self.encrypt(region: region, at: offset, state: &state, budgeted: budgeted)
         }
         if !state.failed { state.failed = !self.sealGathered(&state) }
-        return state.failed ? nil : state.sealed
+        return (state.sealed, state.failed)
     }
 
     /// One region of `encrypt(_:from:budgeted:)`; `false` to stop (the output is full, or the
@@ -937,6 +1039,34 @@ internal final class _TLSCore: @unchecked Sendable {
         self.channel.read(offset: 0, length: Self.channelReadLength, queue: self.ring) { [self] done, data, error in
             self.channelDelivered(done: done, data: data, error: error)
         }
+    }
+
+    /// Ciphertext arrived for an established stream whose first read is a handler read on this
+    /// ring — the common case of a request arriving: decrypts it and calls that handler with
+    /// the plaintext now, without the pump's other steps and its delivery list. Returns `false`
+    /// when the stream is in any other state (or decrypting changed it: an alert, the peer's
+    /// `close_notify`, output to send, more plaintext than the read wants), and the pump is
+    /// to run.
+    ///
+    /// The handler runs as it would at the end of the pump: from a channel completion (never
+    /// inside a call of the stream's API), with no delivery waiting before it.
+    private func deliverDirectly() -> Bool {
+        guard self.encryptsDirectly, self.failure == nil, self.readEnd == nil, !self.closeRequested,
+            !self.pumping, !self.inUserCall, self.deferredBatches == 0, self.deliveries.isEmpty,
+            self.plaintext.isEmpty, let read = self.reads.first, case .handler(let queue, let handler) = read.target,
+            queue === self.ring
+        else { return false }
+        self.errorQueueChecked = false
+        self.decrypt()
+        let count = self.plaintext.count
+        guard count > 0, count < read.remaining, self.failure == nil, self.readEnd == nil,
+            self.outputSlot.buffer?.pending ?? 0 == 0, self.segments.isEmpty
+        else { return false }
+        let data = self.plaintext
+        self.plaintext = ByteRope()
+        read.remaining -= count
+        handler(false, data, nil)
+        return true
     }
 
     /// The BIO's read: up to `count` bytes of ciphertext into `buffer`; 0 at the end of the

@@ -97,7 +97,7 @@ struct TLSOffloadTests {
         let exchange = EchoExchange(stream: stream, payload: ByteRope(copying: payload), queue: ring)
         _ = try #require(exchange.handshake.wait()).get()
         #expect(exchange.readEnd.wait() == .some(nil))
-        #expect(exchange.received.all == payload)
+        expectSameBytes(exchange.received.all, payload)
         let offload = stream.offload
         print("RingTLS client stream: \(offload)")
         #expect(offload.receive == .userSpace)
@@ -168,7 +168,7 @@ struct TLSOffloadTests {
             }
             #expect(end.wait(seconds: 30) == .some(nil))
             let sent = Array(contents[offset..<min(contents.count, offset + length)])
-            #expect(received.all == bytes("head\n") + sent + bytes("tail\n"), "\(offset)+\(length)")
+            expectSameBytes(received.all, bytes("head\n") + sent + bytes("tail\n"), "\(offset)+\(length)")
             #expect(server.sendEnds.wait(for: 1))
             let (remaining, error) = try #require(server.sendEnds.all.first)
             if short {

@@ -260,7 +260,7 @@ struct TLSPeerTests {
         #expect(handshake.applicationProtocol == "echo")
         #expect(handshake.peerCertificate?.subject == "CN=localhost")
         #expect(exchange.readEnd.wait(seconds: 30) == .some(nil))
-        #expect(exchange.received.all == payload)
+        expectSameBytes(exchange.received.all, payload)
         let result = python.wait(seconds: 30)
         #expect(result.status == 0, "\(result)")
         #expect(result.text.contains("echoed 500000 echo"), "\(result)")
