@@ -60,9 +60,6 @@ final class HTTPConnection<Transport: HTTPTransport>: HTTPReader, @unchecked Sen
     // exclusivity check of a class's stored property cost about 400 instructions a request
     // (callgrind, four checks).
 
-    /// The handler of every socket write, made once: a closure per write would be an
-    /// allocation per response. It holds the connection; the channel's cleanup drops it.
-    private var written: (@Sendable (Bool, ByteRope?, Errno?) -> Void)?
     @exclusivity(unchecked) private var parser: HTTPRequestParser
     /// Parsed requests not yet answered: they wait while a file is spliced.
     @exclusivity(unchecked) private var pending: [HTTPRequest] = []
@@ -94,6 +91,10 @@ final class HTTPConnection<Transport: HTTPTransport>: HTTPReader, @unchecked Sen
     /// read from the class's metadata (declared first, it cost 21 instructions more per
     /// request under callgrind).
     private let transport: Transport
+    /// The handler of every socket write, made once: a closure per write would be an
+    /// allocation per response. It holds the connection; the channel's cleanup drops it.
+    /// (After `transport`, for the reason given there.)
+    private var written: Transport.WriteHandler?
 
     init(_ connection: IOConnection, transport: Transport, queue: any IOQueue, server: Server) {
         self.connection = connection
@@ -104,7 +105,7 @@ final class HTTPConnection<Transport: HTTPTransport>: HTTPReader, @unchecked Sen
         self.headerTimeout = server.configuration.headerTimeout
         self.idleTimeout = server.configuration.idleTimeout
         self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
-        self.written = { done, _, error in
+        self.written = transport.makeWriteHandler { done, _, error in
             guard done else { return }
             self.stats?.writeFinished()
             self.writesInFlight -= 1

@@ -21,8 +21,15 @@ protocol HTTPTransport: Sendable {
     /// of the header and idle timeouts. (The reader itself, not two closures: the plaintext
     /// read's handler then calls it directly, with no closure call between.)
     func startReading<Reader: HTTPReader>(queue: any IOQueue, reader: Reader)
+    /// The handler of this transport's writes, made from the connection's once
+    /// (``makeWriteHandler(_:)``): one made per write would be an allocation per response.
+    /// A struct around the closure, not the closure type itself: a closure of a generic type
+    /// is called through a reabstraction thunk, allocated, at each write.
+    associatedtype WriteHandler: Sendable
+    /// The handler of every write of a connection, from its own `(done, remaining, error)`.
+    func makeWriteHandler(_ handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void) -> WriteHandler
     /// Writes `bytes`; `handler` as the channel's write calls it.
-    func write(_ bytes: ByteRope, queue: any IOQueue, handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void)
+    func write(_ bytes: ByteRope, queue: any IOQueue, handler: WriteHandler)
     /// Sends `length` bytes of the file open on `descriptor` from `offset`, after the writes
     /// before it; `handler` as the channel's file write calls it.
     func sendFile(
@@ -67,8 +74,16 @@ struct ChannelTransport: HTTPTransport {
         self.channel.setInterval(.zero)
     }
 
-    func write(_ bytes: ByteRope, queue: any IOQueue, handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void) {
-        self.channel.write(offset: 0, data: bytes, queue: queue, handler: handler)
+    struct WriteHandler: Sendable {
+        let body: @Sendable (Bool, ByteRope?, Errno?) -> Void
+    }
+
+    func makeWriteHandler(_ handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void) -> WriteHandler {
+        WriteHandler(body: handler)
+    }
+
+    func write(_ bytes: ByteRope, queue: any IOQueue, handler: WriteHandler) {
+        self.channel.write(offset: 0, data: bytes, queue: queue, handler: handler.body)
     }
 
     func sendFile(
@@ -103,8 +118,8 @@ struct ChannelTransport: HTTPTransport {
 ///   waiting then ends with the client's, or with the stop that ``HTTPConnection`` sends two
 ///   ticks later. A failure stops the stream at once.
 /// - **Errors** reach the connection as their socket's errno, else ECONNABORTED (a failed
-///   handshake or record): it treats every failure alike. A write's handler is wrapped for
-///   that (an allocation per response, on the TLS path only).
+///   handshake or record): it treats every failure alike. The connection's write handler is
+///   wrapped for that once (``makeWriteHandler(_:)``), not per write.
 struct TLSTransport: HTTPTransport {
     let tls: TLSStream
     /// The ticks of the header and idle timeouts, on the connection's queue.
@@ -135,10 +150,16 @@ struct TLSTransport: HTTPTransport {
         }
     }
 
-    func write(_ bytes: ByteRope, queue: any IOQueue, handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void) {
-        self.tls.write(bytes, queue: queue) { done, remaining, error in
-            handler(done, remaining, error.map(Self.errno))
-        }
+    struct WriteHandler: Sendable {
+        let body: @Sendable (Bool, ByteRope?, TLSError?) -> Void
+    }
+
+    func makeWriteHandler(_ handler: @escaping @Sendable (Bool, ByteRope?, Errno?) -> Void) -> WriteHandler {
+        WriteHandler { done, remaining, error in handler(done, remaining, error.map(Self.errno)) }
+    }
+
+    func write(_ bytes: ByteRope, queue: any IOQueue, handler: WriteHandler) {
+        self.tls.write(bytes, queue: queue, handler: handler.body)
     }
 
     func sendFile(
