@@ -107,8 +107,24 @@ public struct TLSConfiguration: Sendable {
     /// How long the handshake may take, from the stream's creation; `nil`: no limit. A peer
     /// that stops mid-handshake is then cut off with ``TLSError/Code/handshakeTimedOut``.
     public var handshakeTimeout: Duration?
+    /// When a stream gives OpenSSL's record buffers back (one to read records into, one to
+    /// write them from: about 34 KiB a connection).
+    public enum RecordBuffers: Sendable, Hashable {
+        /// As soon as they are empty, after each record (as nginx does, the default): an idle
+        /// connection holds no buffer, and every record allocates and frees its buffer.
+        case releasedWhenEmpty
+        /// Kept while the stream is open, until ``TLSStream/releaseRecordBuffers()`` gives
+        /// them back: no allocation per record (about 1,000 instructions a request-response
+        /// exchange with OpenSSL 3.0). For a server that knows when a connection goes idle —
+        /// a keep-alive timer — and calls that method then.
+        case keptUntilReleased
+    }
+
     /// Whether to hand the record encryption of the output to the kernel after the handshake.
     public var kernelTLS: KernelTLS
+    /// When OpenSSL's record buffers are given back: ``RecordBuffers/releasedWhenEmpty`` by
+    /// default.
+    public var recordBuffers: RecordBuffers
 
     private init(certificateVerification: CertificateVerification) {
         self.certificateChain = []
@@ -123,6 +139,7 @@ public struct TLSConfiguration: Sendable {
         self.sessionResumption = true
         self.handshakeTimeout = .seconds(10)
         self.kernelTLS = .disabled
+        self.recordBuffers = .releasedWhenEmpty
     }
 
     /// A server's configuration: the certificate chain it presents and its key; no client

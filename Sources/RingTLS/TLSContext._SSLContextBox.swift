@@ -147,9 +147,12 @@ internal final class _SSLContextBox: @unchecked Sendable {
         // No renegotiation (TLS 1.2): a write then never has to wait for a read.
         _ = SSL_CTX_set_options(ctx, CRingOpenSSL_OP_NO_COMPRESSION | CRingOpenSSL_OP_NO_RENEGOTIATION)
         // Records are read ahead: all the ciphertext at hand goes to OpenSSL in one BIO read.
-        // Idle connections give their record buffers back (about 34 KiB each), as nginx's do.
+        // Empty record buffers are given back (about 34 KiB a connection), as nginx's are —
+        // or kept until the stream's owner releases them (`TLSStream.releaseRecordBuffers()`).
         CRingOpenSSL_CTX_set_read_ahead(ctx, 1)
-        _ = CRingOpenSSL_CTX_set_mode(ctx, Int(SSL_MODE_RELEASE_BUFFERS))
+        if configuration.recordBuffers == .releasedWhenEmpty {
+            _ = CRingOpenSSL_CTX_set_mode(ctx, Int(SSL_MODE_RELEASE_BUFFERS))
+        }
 
         // The certificate chain and key.
         if let leaf = configuration.certificateChain.first {

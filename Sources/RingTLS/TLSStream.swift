@@ -335,6 +335,16 @@ public final class TLSStream: Sendable {
         self.core.perform { $0.scheduleWrite(write) }
     }
 
+    /// Gives OpenSSL's record buffers back (about 34 KiB), unless a record is in them, with a
+    /// context whose ``TLSConfiguration/recordBuffers`` is
+    /// ``TLSConfiguration/RecordBuffers/keptUntilReleased``: call it when the connection goes
+    /// idle. They are allocated again by the next record either way. Does nothing with the
+    /// default, ``TLSConfiguration/RecordBuffers/releasedWhenEmpty``, where empty buffers
+    /// are given back at once.
+    public func releaseRecordBuffers() {
+        self.core.perform { $0.releaseRecordBuffers() }
+    }
+
     /// Half-close: once the pending writes are written, sends `close_notify` and shuts the
     /// socket down for writing. Later writes fail with ``TLSError/Code/closed``; reads go on
     /// until the peer's `close_notify`. Idempotent.

@@ -484,6 +484,14 @@ internal final class _TLSCore: @unchecked Sendable {
         self.pump()
     }
 
+    /// `TLSStream.releaseRecordBuffers()`: OpenSSL frees its read and write buffers when no
+    /// record is in them (`SSL_free_buffers` refuses otherwise, and nothing is lost).
+    func releaseRecordBuffers() {
+        self.assertOnRing()
+        guard !self.channelClosed else { return }
+        _ = SSL_free_buffers(self.ssl)
+    }
+
     /// Half-close: after the pending writes, `close_notify` and the socket's FIN.
     func closeWrite() {
         self.assertOnRing()
@@ -868,9 +876,13 @@ internal final class _TLSCore: @unchecked Sendable {
     }
 
     /// One `SSL_write_ex` of all of `bytes` (our BIO never refuses, so it writes all or fails).
+    ///
+    /// Without `prepareErrorQueue` first (a peek is about 200 instructions a record): a write
+    /// that fails has failed for good — our BIO takes every byte, so there is no "want write",
+    /// and renegotiation is off, so no "want read" — and entries another user of OpenSSL on
+    /// this thread left in the queue could only add to the reason reported.
     private func sslWrite(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var written = 0
-        self.prepareErrorQueue()
         if SSL_write_ex(self.ssl, bytes.baseAddress, bytes.count, &written) == 1 { return true }
         let code = SSL_get_error(self.ssl, 0)
         self.fail(self.error(code, duringHandshake: false))

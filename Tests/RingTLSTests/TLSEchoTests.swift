@@ -179,6 +179,61 @@ struct TLSEchoTests {
         tls.close()
     }
 
+    /// With `.keptUntilReleased`, OpenSSL's record buffers stay between records, and
+    /// `releaseRecordBuffers()` gives them back between exchanges — or is refused while a
+    /// record is in them: either way every byte arrives, exchange after exchange.
+    @Test("record buffers kept until released: releasing between and during exchanges loses nothing")
+    func recordBuffersKeptUntilReleased() throws {
+        let pki = TestPKI.shared
+        let group = try RingLoopGroup(count: 2)
+        defer { group.shutdown() }
+        let keep: (inout TLSConfiguration) -> Void = { $0.recordBuffers = .keptUntilReleased }
+        let serverContext = try pki.serverContext(configure: keep)
+        // The server releases after every piece it echoes, whether or not a record is half in.
+        let listener = try IOAcceptor(host: "127.0.0.1", port: 0, group: group, queue: nil) { event in
+            guard case .accepted(let connection) = event else { return }
+            let ring = connection.ring
+            guard let tls = try? TLSStream(accepting: connection, context: serverContext) else {
+                connection.channel.close()
+                return
+            }
+            tls.read(queue: ring) { done, data, _ in
+                if let data, !data.isEmpty {
+                    tls.write(data, queue: ring) { _, _, _ in }
+                    tls.releaseRecordBuffers()
+                }
+                if done { tls.close() }
+            }
+        }
+        defer { listener.close() }
+        let ring = group.rings[1]
+        let tls = try tlsClient(port: listener.port, ring: ring, context: try pki.clientContext(configure: keep))
+        let received = Collected()
+        let receivedCount = _Lock(0)
+        let arrived = DispatchSemaphore(value: 0)
+        tls.read(queue: ring) { _, data, _ in
+            guard let data, !data.isEmpty else { return }
+            received.append(data)
+            receivedCount.withLock { $0 += data.count }
+            arrived.signal()
+        }
+        var expected: [UInt8] = []
+        for (round, size) in [1, 100, 16_385, 100_000, 7].enumerated() {
+            let payload = pattern(size, seed: round)
+            expected += payload
+            let written = Pending<TLSError?>()
+            tls.write(ByteRope(copying: payload), queue: ring) { _, _, error in written.set(error) }
+            #expect(written.wait() == .some(nil), "round \(round)")
+            // Everything echoed so far, then the client's buffers go back too.
+            while receivedCount.withLock({ $0 }) < expected.count {
+                guard arrived.wait(timeout: .now() + scaled(20)) == .success else { break }
+            }
+            expectSameBytes(received.all, expected, "after round \(round)")
+            tls.releaseRecordBuffers()
+        }
+        tls.close()
+    }
+
     @Test("the async API: handshake, reads() and write, served by IOListener.serve")
     func asyncEcho() async throws {
         let pki = TestPKI.shared
