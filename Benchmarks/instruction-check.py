@@ -20,7 +20,9 @@
 # proxy is asleep when the answer arrives as well: each hop takes the same path through the
 # ring loop (with an upstream that answers at once, whether its answer beats the proxy's next
 # wait moves the count by 3%). One operation is a 64-byte round trip forwarded both ways. The
-# UDP cases send a 64-byte datagram from a connected socket and wait for its echo.
+# UDP cases send a 64-byte datagram from a connected socket and wait for its echo. The HTTPS case
+# serves the HTTP GET over TLS 1.3 (AES-128-GCM, an ECDSA P-256 certificate that `openssl` makes
+# in --work, no session tickets), to Python's ssl client; the handshake is in the warm-up.
 # ===----------------------------------------------------------------------===#
 
 import argparse
@@ -29,6 +31,7 @@ import re
 import select
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -70,6 +73,23 @@ CASES = {
     # A 16 KiB static file under --root ({root}: a directory in --work holding it), kept-alive.
     "http_file16k_keepalive_handlers": ("http-server", ["--api", "handlers", "--root", "{root}"], "file", 1),
     "http_file16k_keepalive_async": ("http-server", ["--api", "async", "--root", "{root}"], "file", 1),
+    # HTTPS ({certificate}, {key}: made in --work by openssl), RingTLS in user space.
+    "https_hello_keepalive_handlers": (
+        "http-server",
+        [
+            "--api",
+            "handlers",
+            "--tls-certificate",
+            "{certificate}",
+            "--tls-key",
+            "{key}",
+            "--tls-ciphersuites",
+            "TLS_AES_128_GCM_SHA256",
+            "--no-tls-session-tickets",
+        ],
+        "https",
+        1,
+    ),
     # tcp-proxy forwarding to an echo server ({upstream}: the script's own, not counted).
     "proxy_pingpong64B": ("tcp-proxy", ["--upstream", "{upstream}"], "echo", 1),
     # The benchmarks' UDP echo server on IODatagramChannel.
@@ -207,7 +227,7 @@ class Upstream:
 
 
 class Client:
-    def __init__(self, port, kind, depth):
+    def __init__(self, port, kind, depth, certificate=None):
         if kind == "udp":
             self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.socket.settimeout(60)
@@ -215,6 +235,11 @@ class Client:
         else:
             self.socket = socket.create_connection(("127.0.0.1", port), timeout=60)
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if kind == "https":
+            context = ssl.create_default_context(cafile=certificate)
+            context.minimum_version = ssl.TLSVersion.TLSv1_3
+            context.set_alpn_protocols(["http/1.1"])
+            self.socket = context.wrap_socket(self.socket, server_hostname="localhost")
         self.kind = kind
         self.depth = depth
         self.pending = b""
@@ -265,6 +290,22 @@ class Client:
         self.socket.close()
 
 
+def make_certificate(work):
+    """An ECDSA P-256 certificate for "localhost", self-signed, and its key, in `work`."""
+    certificate = os.path.join(work, "localhost.pem")
+    key = os.path.join(work, "localhost.key")
+    if not os.path.exists(certificate):
+        command = [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost",
+        ]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            raise Failure(f"openssl could not make the certificate: {result.stderr}")
+    return certificate, key
+
+
 def measure(name, binaries, work):
     """Instructions per operation of case `name`, from one server process."""
     product, arguments, kind, depth = CASES[name][:4]
@@ -274,6 +315,11 @@ def measure(name, binaries, work):
         with open(os.path.join(root, "file-16KiB.bin"), "wb") as file:
             file.write(STATIC_FILE)
         arguments = [root if argument == "{root}" else argument for argument in arguments]
+    certificate = None
+    if "{certificate}" in arguments:
+        certificate, key = make_certificate(work)
+        substitutes = {"{certificate}": certificate, "{key}": key}
+        arguments = [substitutes.get(argument, argument) for argument in arguments]
     upstream = None
     if "{upstream}" in arguments:
         upstream = Upstream()
@@ -285,7 +331,7 @@ def measure(name, binaries, work):
             upstream.stop()
         raise
     try:
-        client = Client(server.port, kind, depth)
+        client = Client(server.port, kind, depth, certificate)
         for _ in range(WARMUP):
             client.exchange()
         server.zero()

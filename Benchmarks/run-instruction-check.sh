@@ -19,7 +19,8 @@
 # over 1,000 operations (see that file and Benchmarks/README.md, "Checked thresholds:
 # instructions"). Cases: echo 64 B ping-pong, HTTP GET keep-alive, HTTP GET pipelined ×16, a
 # static file, each with completion handlers and with async/await; the echo with a strict
-# interval; tcp-proxy forwarding a 64 B ping-pong to echo-server; UDP echo of 64 B datagrams.
+# interval; HTTPS GET keep-alive (RingTLS); tcp-proxy forwarding a 64 B ping-pong to echo-server;
+# UDP echo of 64 B datagrams.
 #
 # An instruction count does not depend on the machine's load, unlike time: a count more than
 # TOLERANCE percent above its threshold is a regression, one more than TOLERANCE below is an

@@ -215,6 +215,11 @@ final class HTTPConnection<Transport: HTTPTransport>: HTTPReader, @unchecked Sen
             return
         }
         self.idleTicks += 1
+        if self.idleTicks == 1 && self.requestTicks == nil {
+            // A second without a byte between requests: the transport may shrink (a TLS stream
+            // gives OpenSSL's record buffers back).
+            self.transport.becameIdle()
+        }
         if let requestTicks = self.requestTicks {
             // Ticks counted since the request began: its age is at least `elapsed - 1` s.
             let elapsed = requestTicks + 1

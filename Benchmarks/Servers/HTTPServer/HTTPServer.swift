@@ -347,6 +347,9 @@ final class Server: Sendable {
             tls.sessionResumption = configuration.tlsSessionTickets
             tls.handshakeTimeout = .seconds(configuration.headerTimeout)
             tls.kernelTLS = configuration.tlsKernel ? .whenAvailable : .disabled
+            // OpenSSL's record buffers stay while a connection is busy, and go back after a
+            // second without a byte from its client (HTTPConnection.tick).
+            tls.recordBuffers = .keptUntilReleased
             return try TLSContext(configuration: tls)
         } catch {
             throw ValidationError("--tls-certificate/--tls-key: \(error)")

@@ -39,6 +39,9 @@ protocol HTTPTransport: Sendable {
         queue: any IOQueue,
         handler: @escaping @Sendable (Bool, Int, Errno?) -> Void
     )
+    /// The connection has been idle for a second, between requests: a chance to give memory
+    /// back.
+    func becameIdle()
     /// Closes after the last response is written.
     func close()
     /// Ends the connection at once.
@@ -95,6 +98,9 @@ struct ChannelTransport: HTTPTransport {
     ) {
         self.channel.write(contentsOf: descriptor, offset: offset, length: length, queue: queue, handler: handler)
     }
+
+    /// Nothing to give back: the channel's receive buffers are the ring's, lent per read.
+    func becameIdle() {}
 
     /// `.stop`: the read is waiting for more bytes that will not be answered.
     func close() { self.channel.close(flags: .stop) }
@@ -173,6 +179,11 @@ struct TLSTransport: HTTPTransport {
             handler(done, remaining, error.map(Self.errno))
         }
     }
+
+    /// OpenSSL's record buffers (about 34 KiB) go back: the context keeps them while the
+    /// connection is busy (`TLSConfiguration.RecordBuffers.keptUntilReleased`), saving an
+    /// allocation and a free per record.
+    func becameIdle() { self.tls.releaseRecordBuffers() }
 
     func close() { self.tls.close() }
 

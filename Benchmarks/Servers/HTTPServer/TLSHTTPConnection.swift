@@ -215,6 +215,9 @@ final class TLSConnectionState: Sendable {
         }
         let idle = self.idleTicks.add(1, ordering: .relaxed).newValue
         let request = self.requestTicks.load(ordering: .relaxed)
+        // A second without a byte between requests: OpenSSL's record buffers go back (the
+        // context keeps them while the connection is busy).
+        if idle == 1 && request < 0 { tls.releaseRecordBuffers() }
         if request >= 0 {
             self.requestTicks.store(request + 1, ordering: .relaxed)
             if request + 1 > headerTimeout {
