@@ -37,7 +37,7 @@ struct AsyncHTTPConnection {
     init(_ connection: IOConnection, server: Server) {
         self.connection = connection
         self.server = server
-        self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
+        self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.maxBody))
     }
 
     /// Serves the connection until the client or a timeout ends it, or the server stops.
@@ -138,13 +138,13 @@ struct AsyncHTTPConnection {
         self.idleTicks += 1
         if let requestTicks = self.requestTicks {
             self.requestTicks = requestTicks + 1
-            if requestTicks + 1 > self.server.configuration.headerTimeout {
+            if requestTicks + 1 > self.server.headerTimeout {
                 try await self.write(self.server.answer(failure: 408))
                 return true
             }
             return false
         }
-        return self.idleTicks > self.server.configuration.idleTimeout
+        return self.idleTicks > self.server.idleTimeout
     }
 
     /// Sends a large range of a file from the page cache to the socket, after its head, with

@@ -102,9 +102,9 @@ final class HTTPConnection<Transport: HTTPTransport>: HTTPReader, @unchecked Sen
         self.queue = queue
         self.server = server
         self.stats = server.stats
-        self.headerTimeout = server.configuration.headerTimeout
-        self.idleTimeout = server.configuration.idleTimeout
-        self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
+        self.headerTimeout = server.headerTimeout
+        self.idleTimeout = server.idleTimeout
+        self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.maxBody))
         self.written = transport.makeWriteHandler { done, _, error in
             guard done else { return }
             self.stats?.writeFinished()

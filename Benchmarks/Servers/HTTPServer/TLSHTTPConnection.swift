@@ -40,7 +40,7 @@ struct TLSHTTPConnection {
         self.connection = connection
         self.server = server
         self.context = context
-        self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.configuration.maxBody))
+        self.parser = HTTPRequestParser(limits: .init(maxBodyLength: server.maxBody))
     }
 
     /// Serves the connection until the client or a timeout ends it, or the server stops.
@@ -67,16 +67,15 @@ struct TLSHTTPConnection {
         stats?.tlsEstablished(offload: tls.offload)
 
         let state = self.state
-        let configuration = self.server.configuration
         let server = self.server
         let ring = self.connection.ring
         let timer = IOSource.makeTimerSource(queue: ring)
         timer.schedule(after: .seconds(1), repeating: .seconds(1))
         timer.setEventHandler {
-            state.tick(tls: tls, ring: ring, headerTimeout: configuration.headerTimeout) {
+            state.tick(tls: tls, ring: ring, headerTimeout: server.headerTimeout) {
                 server.answer(failure: 408)
             } idleTimeout: {
-                configuration.idleTimeout
+                server.idleTimeout
             }
         }
         timer.resume()
