@@ -34,8 +34,9 @@ import Glibc
 /// **Timeouts** count the transport's ticks, one a second (the plaintext read's own, or a TLS
 /// connection's timer): the header timeout counts whole ticks since the current request's
 /// first bytes, the idle timeout since the last bytes, so a timeout of T seconds fires between
-/// T and T + 1 seconds. After closing, a connection that still ticks twice (a TLS client that
-/// does not answer `close_notify`) is stopped.
+/// T and T + 1 seconds. A TLS handshake not finished after the header timeout since the
+/// connection was accepted is stopped the same way. After closing, a connection that still
+/// ticks twice (a TLS client that does not answer `close_notify`) is stopped.
 ///
 /// Generic over its transport so that the plaintext connection is specialized code, with no
 /// call through a protocol witness on the path of a request.
@@ -215,6 +216,12 @@ final class HTTPConnection<Transport: HTTPTransport>: HTTPReader, @unchecked Sen
             return
         }
         self.idleTicks += 1
+        if !self.transport.isEstablished {
+            // A TLS handshake still running: no request can have arrived, and `idleTicks` counts
+            // the ticks since the connection was accepted.
+            if self.idleTicks > self.headerTimeout { self.fail() }
+            return
+        }
         if self.idleTicks == 1 && self.requestTicks == nil {
             // A second without a byte between requests: the transport may shrink (a TLS stream
             // gives OpenSSL's record buffers back).

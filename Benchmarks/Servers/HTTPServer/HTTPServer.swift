@@ -99,7 +99,10 @@ struct HTTPServer: ParsableCommand {
     @Option(help: "The largest request body accepted, in bytes (larger: 413).")
     var maxBody = 1 << 20
 
-    @Option(help: "Seconds a client may take to send a request's head and body (then 408).")
+    @Option(
+        help:
+            "Seconds a client may take to send a request's head and body (then 408); over TLS, also to finish its handshake after connecting (then the connection is closed)."
+    )
     var headerTimeout = 10
 
     @Option(help: "Seconds an idle keep-alive connection is kept open.")
@@ -345,7 +348,9 @@ final class Server: Sendable {
     }
 
     /// The HTTPS context of `--tls-certificate` and `--tls-key`: ALPN "http/1.1", the
-    /// handshake within `--header-timeout`; `nil` without them.
+    /// handshake within `--header-timeout`; `nil` without them. With `--api handlers` the
+    /// context has no handshake timeout: ``HTTPConnection``'s one-second ticks enforce it (a
+    /// timer per connection fewer).
     private static func makeTLSContext(_ configuration: HTTPServer) throws -> TLSContext? {
         guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return nil }
         do throws(TLSError) {
@@ -356,7 +361,7 @@ final class Server: Sendable {
             tls.applicationProtocols = ["http/1.1"]
             tls.cipherSuites = configuration.tlsCiphersuites
             tls.sessionResumption = configuration.tlsSessionTickets
-            tls.handshakeTimeout = .seconds(configuration.headerTimeout)
+            tls.handshakeTimeout = configuration.api == .async ? .seconds(configuration.headerTimeout) : nil
             tls.kernelTLS = configuration.tlsKernel ? .whenAvailable : .disabled
             // OpenSSL's record buffers stay while a connection is busy, and go back after a
             // second without a byte from its client (HTTPConnection.tick).

@@ -42,6 +42,9 @@ protocol HTTPTransport: Sendable {
     /// The connection has been idle for a second, between requests: a chance to give memory
     /// back.
     func becameIdle()
+    /// Whether requests can arrive yet: false while a TLS handshake has not finished (and for
+    /// good once it failed), true otherwise.
+    var isEstablished: Bool { get }
     /// Closes after the last response is written.
     func close()
     /// Ends the connection at once.
@@ -101,6 +104,8 @@ struct ChannelTransport: HTTPTransport {
 
     /// Nothing to give back: the channel's receive buffers are the ring's, lent per read.
     func becameIdle() {}
+    /// Plaintext has no handshake.
+    var isEstablished: Bool { true }
 
     /// `.stop`: the read is waiting for more bytes that will not be answered.
     func close() { self.channel.close(flags: .stop) }
@@ -112,10 +117,12 @@ struct ChannelTransport: HTTPTransport {
 
 /// TLS: a `TLSStream` over the connection's channel, which it owns.
 ///
-/// - **The handshake** comes first: the stream waits for the client's hello (within the
-///   context's handshake timeout, `--header-timeout`); reads and writes scheduled meanwhile
-///   wait for it. A client that sends something else gets OpenSSL's alert and its connection
-///   closed (the stream closes it), and is counted with `--stats`.
+/// - **The handshake** comes first: the stream waits for the client's hello; reads and writes
+///   scheduled meanwhile wait for it. A client that sends something else gets OpenSSL's alert
+///   and its connection closed (the stream closes it), and is counted with `--stats`. One
+///   that has not finished its handshake `--header-timeout` seconds after it connected is
+///   stopped by ``HTTPConnection``'s ticks (``isEstablished``), not by a handshake timer of
+///   the stream's own.
 /// - **Ticks** come from a one-second timer on the connection's queue, since a TLS stream has
 ///   no delivery interval.
 /// - **Large ranges** go through `TLSStream.write(contentsOf:)`: spliced where the kernel
@@ -184,6 +191,8 @@ struct TLSTransport: HTTPTransport {
     /// connection is busy (`TLSConfiguration.RecordBuffers.keptUntilReleased`), saving an
     /// allocation and a free per record.
     func becameIdle() { self.tls.releaseRecordBuffers() }
+    /// The handshake has finished (a lock taken: read once a tick).
+    var isEstablished: Bool { self.tls.handshakeResult != nil }
 
     func close() { self.tls.close() }
 

@@ -170,6 +170,20 @@ struct HTTPSServerTests {
         #expect(server.stop(with: SIGTERM) == 0)
     }
 
+    @Test(
+        "a handshake not finished within --header-timeout is cut off, however long --idle-timeout is",
+        .enabled(if: toolExists("python3"), "python3 is not installed"),
+        arguments: deliveries
+    )
+    func handshakeTimeout(_ delivery: String) throws {
+        let certificates = try TestCertificates()
+        let server = try self.startServer(certificates, delivery, ["--header-timeout", "1", "--idle-timeout", "60"])
+        let python = runPython(handshakeTimeoutClientScript, ["\(server.port)"], seconds: 30)
+        #expect(python.status == 0, "\(python)")
+        #expect(python.text.hasSuffix("ok\n"), "\(python)")
+        #expect(server.stop(with: SIGTERM) == 0)
+    }
+
     @Test("--tls-certificate without --tls-key, or a key that does not exist: refused at start, exit 64")
     func badOptions() throws {
         let certificates = try TestCertificates()
@@ -329,6 +343,29 @@ private let timeoutClientScript = #"""
     rest = read_all(idle)  # SSLEOFError unless the server sent close_notify
     assert rest == b"" or rest.endswith(b"Hello, World!"), rest
     assert time.monotonic() - start < 5, time.monotonic() - start
+    print("ok")
+    """#
+
+/// Two connections to a server with a one-second header timeout and a one-minute idle
+/// timeout that never finish their handshake: one sends nothing, the other the first bytes of
+/// a ClientHello. The server must close each within 5 s of its connecting (an alert before
+/// the end, or a reset, are fine). Prints "ok".
+private let handshakeTimeoutClientScript = #"""
+    import socket, sys, time
+    port = int(sys.argv[1])
+    def cut_off(first):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        start = time.monotonic()
+        if first: s.sendall(first)
+        try:
+            while s.recv(65536): pass
+        except ConnectionResetError:
+            pass
+        elapsed = time.monotonic() - start
+        assert elapsed < 5, "cut off after %.1f s" % elapsed
+        s.close()
+    cut_off(b"")
+    cut_off(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]))
     print("ok")
     """#
 
