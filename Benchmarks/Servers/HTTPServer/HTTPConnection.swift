@@ -31,12 +31,13 @@ import Glibc
 /// is written. A parse error (400, 413, …) or a header timeout (408) is answered after the
 /// requests before it, then the connection closes.
 ///
-/// **Timeouts** count the transport's ticks, one a second (the plaintext read's own, or a TLS
-/// connection's timer): the header timeout counts whole ticks since the current request's
-/// first bytes, the idle timeout since the last bytes, so a timeout of T seconds fires between
-/// T and T + 1 seconds. A TLS handshake not finished after the header timeout since the
-/// connection was accepted is stopped the same way. After closing, a connection that still
-/// ticks twice (a TLS client that does not answer `close_notify`) is stopped.
+/// **Timeouts** count the transport's ticks, one a second (the plaintext read's own, or those
+/// of the ring's ``RingTicker`` for a TLS connection): the header timeout counts whole ticks
+/// since the current request's first bytes, the idle timeout since the last bytes, so a
+/// timeout of T seconds fires between T and T + 1 seconds. A TLS handshake not finished after
+/// the header timeout since the connection was accepted is stopped the same way. After
+/// closing, a connection that still ticks twice (a TLS client that does not answer
+/// `close_notify`) is stopped.
 ///
 /// Generic over its transport so that the plaintext connection is specialized code, with no
 /// call through a protocol witness on the path of a request.
@@ -350,7 +351,7 @@ final class HTTPConnection<Transport: HTTPTransport>: HTTPReader, @unchecked Sen
     }
 
     /// The channel's cleanup handler ran (every operation has finished): let go of the write
-    /// handler (and a TLS connection's timer), which hold the connection, and of what was not
+    /// handler (and a TLS connection's ticks), which hold the connection, and of what was not
     /// sent.
     private func cleanedUp() {
         self.closed = true

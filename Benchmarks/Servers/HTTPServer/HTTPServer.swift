@@ -240,6 +240,8 @@ final class Server: Sendable {
     let openFiles: OpenFiles
     /// `--tls-certificate`: the HTTPS context every connection shares; `nil` for plaintext.
     let tlsContext: TLSContext?
+    /// The ticks of the TLS connections (`--api handlers`), one ticker per ring.
+    private let tickers: [RingTicker]
     private let group: RingLoopGroup
 
     init(configuration: HTTPServer, group: RingLoopGroup) throws {
@@ -252,6 +254,7 @@ final class Server: Sendable {
         self.group = group
         self.stats = configuration.stats ? ServerStats(tls: configuration.tlsCertificate != nil) : nil
         self.tlsContext = try Self.makeTLSContext(configuration)
+        self.tickers = group.rings.map { RingTicker(ring: $0) }
         self.openFiles = OpenFiles(capacity: configuration.openFiles)
         if let root = configuration.root {
             guard let resolved = realpath(root, nil) else {
@@ -413,7 +416,10 @@ final class Server: Sendable {
     private func acceptedOverTLS(_ connection: IOConnection, queue: any IOQueue, context: TLSContext) {
         do throws(TLSError) {
             let tls = try TLSStream(accepting: connection, context: context)
-            let transport = TLSTransport(tls, queue: queue, ring: connection.ring, stats: self.stats)
+            let ring = connection.ring
+            // The acceptor accepts on the group's rings only.
+            let ticker = self.tickers.first { $0.ring === ring }!
+            let transport = TLSTransport(tls, queue: queue, ticker: ticker, stats: self.stats)
             HTTPConnection(connection, transport: transport, queue: queue, server: self).start()
         } catch {
             self.logger.warning("TLS: \(error)")

@@ -123,8 +123,8 @@ struct ChannelTransport: HTTPTransport {
 ///   that has not finished its handshake `--header-timeout` seconds after it connected is
 ///   stopped by ``HTTPConnection``'s ticks (``isEstablished``), not by a handshake timer of
 ///   the stream's own.
-/// - **Ticks** come from a one-second timer on the connection's queue, since a TLS stream has
-///   no delivery interval.
+/// - **Ticks** come from the ring's ``RingTicker`` (one timer per ring, not per connection),
+///   since a TLS stream has no delivery interval.
 /// - **Large ranges** go through `TLSStream.write(contentsOf:)`: spliced where the kernel
 ///   encrypts (kTLS), read and encrypted 64 KiB at a time where it does not.
 /// - **Closing** sends `close_notify` after the last response (`TLSStream.close()`); the read
@@ -135,13 +135,15 @@ struct ChannelTransport: HTTPTransport {
 ///   wrapped for that once (``makeWriteHandler(_:)``), not per write.
 struct TLSTransport: HTTPTransport {
     let tls: TLSStream
-    /// The ticks of the header and idle timeouts, on the connection's queue.
-    private let timer: IOSourceTimer
+    /// The ticks of the header and idle timeouts: the ring's, on the connection's queue.
+    private let ticker: RingTicker
+    private let ticks: RingTicker.Subscription
     private let stats: ServerStats?
 
-    init(_ tls: TLSStream, queue: any IOQueue, ring: RingLoop, stats: ServerStats?) {
+    init(_ tls: TLSStream, queue: any IOQueue, ticker: RingTicker, stats: ServerStats?) {
         self.tls = tls
-        self.timer = IOSource.makeTimerSource(queue: queue, ring: ring)
+        self.ticker = ticker
+        self.ticks = RingTicker.Subscription(ticker, queue: queue)
         self.stats = stats
     }
 
@@ -155,9 +157,7 @@ struct TLSTransport: HTTPTransport {
                 }
             }
         }
-        self.timer.schedule(after: .seconds(1), repeating: .seconds(1))
-        self.timer.setEventHandler { reader.tick() }
-        self.timer.resume()
+        self.ticker.subscribe(self.ticks, reader: reader)
         self.tls.read(queue: queue) { done, data, error in
             reader.received(done: done, data: data, error: error.map(Self.errno))
         }
@@ -197,12 +197,12 @@ struct TLSTransport: HTTPTransport {
     func close() { self.tls.close() }
 
     func stop() {
-        self.timer.cancel()
+        self.ticks.cancel()
         self.tls.close(flags: .stop)
     }
 
-    /// The timer's handler holds the connection.
-    func cleanedUp() { self.timer.cancel() }
+    /// The ticker holds the connection until then.
+    func cleanedUp() { self.ticks.cancel() }
 
     private static func errno(_ error: TLSError) -> Errno { error.errno ?? .connectionAbort }
 }
