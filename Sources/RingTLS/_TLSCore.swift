@@ -107,6 +107,8 @@ internal final class _TLSCore: @unchecked Sendable {
     /// SNI handler switched to.
     @exclusivity(unchecked) private var contexts: [_SSLContextBox]
     @exclusivity(unchecked) private var handshakeState = HandshakeState.running
+    /// `SSL_do_handshake` has been called (a server waits for the client's first bytes).
+    @exclusivity(unchecked) private var handshakeEntered = false
     /// The handshake is done and OpenSSL encrypts the output: a write may go out at once
     /// (`writeDirectly`) when nothing else is in the way.
     @exclusivity(unchecked) private var encryptsDirectly = false
@@ -617,6 +619,15 @@ internal final class _TLSCore: @unchecked Sendable {
     }
 
     private func driveHandshake() {
+        // A server has nothing to do before the client's first bytes: OpenSSL's first call
+        // would only set its state up (about 28,000 instructions and its buffers) to answer
+        // "want read". It runs once ciphertext (or the end of the input) is there.
+        if self.isServer && self.inputCount == 0 && !self.inputEOF && self.inputError == nil
+            && !self.handshakeEntered
+        {
+            return
+        }
+        self.handshakeEntered = true
         self.prepareErrorQueue()
         let result = SSL_do_handshake(self.ssl)
         if result == 1 {
