@@ -81,9 +81,10 @@ package func connectClient(_ host: String, _ port: UInt16, socket existing: CInt
     return .success(fd)
 }
 
-/// Makes blocking reads on `fd` give up after `seconds`.
+/// Makes blocking reads on `fd` give up after `seconds`, scaled as every bounded wait of the
+/// tests is (`scaled(_:)`: longer under the sanitizers, whose suites run several times slower).
 package func setReceiveTimeout(_ fd: CInt, seconds: Int) {
-    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+    var timeout = timeval(tv_sec: Int(scaled(Double(seconds)).rounded(.up)), tv_usec: 0)
     _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
 }
 

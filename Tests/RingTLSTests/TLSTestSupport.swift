@@ -400,12 +400,6 @@ func connectLoopback(port: UInt16, host: String = "127.0.0.1") throws -> CInt {
     return fd
 }
 
-/// Sets a receive time-out on `fd`, so that a blocking read in a test cannot hang.
-func setReceiveTimeout(_ fd: CInt, seconds: Int) {
-    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-}
-
 /// Writes all of `bytes` to `fd`, blocking.
 func writeAll(_ fd: CInt, _ bytes: [UInt8]) -> Bool {
     var offset = 0
