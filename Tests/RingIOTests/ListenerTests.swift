@@ -474,15 +474,25 @@ private func acceptAtLimit(_ queue: QueueKind) throws {
     // reported; five more take at least 10 + 20 + 40 + 80 + 160 ms of back-off, in which a
     // listener that spins would burn a core and report a failure per attempt.
     let failuresBefore = log.failures.count
+    let acceptedBefore = log.connections.count
     let cpuBefore = processCPUTime()
     let start = ContinuousClock.now
     try #require(log.waitForFailures(failuresBefore + 5), "no five more failures; failures: \(log.failures.count)")
     let elapsed = ContinuousClock.now - start
     let cpu = processCPUTime() - cpuBefore
     let failures = log.failures.count - failuresBefore
+    let acceptedMeanwhile = log.connections.count - acceptedBefore
     #expect(cpu < elapsed / 2, "CPU time in \(elapsed) at EMFILE: \(cpu) (\(failures) failures reported)")
     #expect(failures < 10, "failures reported in \(elapsed) at EMFILE: \(failures)")
-    #expect(elapsed >= .milliseconds(300), "five failures in \(elapsed): no back-off between retries")
+    // A connection accepted in between (a descriptor came free) starts the back-off over, by
+    // design: the bound holds for an unbroken run of failures only. (On the readiness engine,
+    // in full parallel runs, five failures came within 0.18 s a few times; whether an accept
+    // came between them is what this tells.)
+    if acceptedMeanwhile == 0 {
+        #expect(elapsed >= .milliseconds(300), "five failures in \(elapsed): no back-off between retries")
+    } else {
+        print("acceptAtLimit: \(acceptedMeanwhile) connection(s) accepted among the failures; back-off restarted")
+    }
     #expect(log.failures.allSatisfy { $0 == .tooManyOpenFiles }, "\(Set(log.failures.map(\.rawValue)))")
 
     // Room again: the listener accepts again, a newcomer included.
