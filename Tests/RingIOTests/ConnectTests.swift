@@ -513,15 +513,26 @@ struct ConnectTests {
             let listener = try IOListener(host: "127.0.0.1", port: 0, ring: ring)
             defer { listener.close() }
             var options = IOConnection.ConnectOptions()
-            let localPort = try freePort()
-            options.localAddress = try SocketAddress(ipAddress: "127.0.0.1", port: localPort)
             options.keepAlive = true
-            let connection = try await IOConnection.connect(
-                host: "127.0.0.1",
-                port: listener.port,
-                options: options,
-                ring: ring
-            )
+            // The port is free when chosen; another test may bind it before the connect does
+            // (it happened in CI's ThreadSanitizer lane): then another port.
+            var connected: IOConnection?
+            var localPort: UInt16 = 0
+            for _ in 0..<20 where connected == nil {
+                localPort = try freePort()
+                options.localAddress = try SocketAddress(ipAddress: "127.0.0.1", port: localPort)
+                do throws(ConnectError) {
+                    connected = try await IOConnection.connect(
+                        host: "127.0.0.1",
+                        port: listener.port,
+                        options: options,
+                        ring: ring
+                    )
+                } catch {
+                    guard error.attempts.contains(where: { $0.error == .addressInUse }) else { throw error }
+                }
+            }
+            let connection = try #require(connected, "every local port tried was in use")
             #expect(connection.localAddress?.port == localPort)
             let fd = connection.channel.fileDescriptor
             var value: CInt = 0
