@@ -245,6 +245,8 @@ internal enum _OpenSSLErrors {
     /// Empties the calling thread's error queue and returns its entries joined with "; " —
     /// or `fallback` when it was empty.
     static func drain(or fallback: String) -> String {
+        // Most calls find it empty (a socket's error, an unclean end): no buffer for those.
+        guard ERR_peek_error() != 0 else { return fallback }
         var entries: [String] = []
         var buffer = [CChar](repeating: 0, count: 256)
         while true {

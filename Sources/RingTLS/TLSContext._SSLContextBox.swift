@@ -18,7 +18,8 @@ import Glibc
 ///
 /// The context's ex_data slot 0 and the ALPN callback's argument point at this object
 /// without retaining it: every stream that uses the `SSL_CTX` retains this object for as long
-/// as its `SSL` lives (`_TLSCore.contexts`), so no callback can find it gone.
+/// as its `SSL` lives (`_TLSCore.context`, or `adoptedContexts` after an SNI switch), so no
+/// callback can find it gone.
 internal final class _SSLContextBox: @unchecked Sendable {
     // @unchecked: `ctx` is configured in `init` and only read afterwards (OpenSSL allows an
     // SSL_CTX to be shared by threads once set up); `alpnWire` is immutable; `sessions` is
@@ -34,6 +35,10 @@ internal final class _SSLContextBox: @unchecked Sendable {
     let handshakeTimeout: Duration?
     let kernelTLS: TLSConfiguration.KernelTLS
     let sessionResumption: Bool
+    /// The names of the suites this context may agree on, made once: describing a handshake
+    /// then makes no string (OpenSSL's names are too long for a small string, and a handshake
+    /// would allocate one).
+    private let cipherSuiteNames: [(cipher: OpaquePointer, name: String)]
 
     // MARK: Any thread, under the lock
     /// A client's newest session per server name.
@@ -64,6 +69,16 @@ internal final class _SSLContextBox: @unchecked Sendable {
         self.handshakeTimeout = configuration.handshakeTimeout
         self.kernelTLS = configuration.kernelTLS
         self.sessionResumption = configuration.sessionResumption
+        var names: [(cipher: OpaquePointer, name: String)] = []
+        if let ciphers = SSL_CTX_get_ciphers(ctx) {
+            for index in 0..<OPENSSL_sk_num(ciphers) {
+                guard let cipher = OPENSSL_sk_value(ciphers, index).map(OpaquePointer.init),
+                    let name = SSL_CIPHER_get_name(cipher)
+                else { continue }
+                names.append((cipher, String(cString: name)))
+            }
+        }
+        self.cipherSuiteNames = names
 
         // The callbacks find this object through slot 0 / their argument (see the type's
         // comment for why unretained is safe).
@@ -83,6 +98,12 @@ internal final class _SSLContextBox: @unchecked Sendable {
     deinit {
         SSL_CTX_free(self.ctx)
         self.alpnWire.deallocate()
+    }
+
+    /// The name of `cipher` (`SSL_get_current_cipher`), from the table when it is there.
+    func name(of cipher: OpaquePointer) -> String? {
+        for entry in self.cipherSuiteNames where entry.cipher == cipher { return entry.name }
+        return SSL_CIPHER_get_name(cipher).map { String(cString: $0) }
     }
 
     /// The box of the context `ctx`, from its slot 0.

@@ -130,7 +130,16 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// What failed, in words: OpenSSL's error queue (its entries joined with "; "), or
     /// RingTLS's own sentence.
-    public let reason: String
+    public var reason: String {
+        if let what = self.failedAction, let errno = self.errno { return "\(what.words): \(errno)" }
+        return self.text
+    }
+    /// The reason, or `""` when it is made of `failedAction` and `errno`.
+    private let text: String
+    /// What was being done when the socket (or file) failed: the words are made only when
+    /// asked (a peer's reset ends many connections, and most owners read only the code and
+    /// errno). One byte, so that an error copies as cheaply as a plain one.
+    private let failedAction: _FailedAction?
     /// For ``Code/certificateVerificationFailed``: why the peer's certificate was refused.
     public let verificationFailure: VerificationFailure?
     /// For ``Code/io``: the socket's error.
@@ -144,8 +153,17 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
         errno: Errno? = nil
     ) {
         self.code = code
-        self.reason = reason
+        self.text = reason
+        self.failedAction = nil
         self.verificationFailure = verificationFailure
+        self.errno = errno
+    }
+
+    private init(ioError errno: Errno, what: _FailedAction) {
+        self.code = .io
+        self.text = ""
+        self.failedAction = what
+        self.verificationFailure = nil
         self.errno = errno
     }
 
@@ -157,12 +175,25 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
         if let errno = self.errno { text += " [\(errno)]" }
         return text
     }
+
+    // Equal when they read the same: the reason's words, not how they are kept.
+    public static func == (left: TLSError, right: TLSError) -> Bool {
+        left.code == right.code && left.errno == right.errno && left.verificationFailure == right.verificationFailure
+            && left.reason == right.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.code)
+        hasher.combine(self.reason)
+        hasher.combine(self.verificationFailure)
+        hasher.combine(self.errno)
+    }
 }
 
 extension TLSError {
-    /// The socket failed with `errno`.
-    static func io(_ errno: Errno, _ what: String) -> TLSError {
-        TLSError(.io, reason: "\(what): \(errno)", errno: errno)
+    /// The socket (or a file to send) failed with `errno` while doing `what`.
+    static func io(_ errno: Errno, _ what: _FailedAction) -> TLSError {
+        TLSError(ioError: errno, what: what)
     }
 
     /// The stream is closed (or failed) and takes no more operations.
@@ -173,4 +204,26 @@ extension TLSError {
     static let stopped = TLSError(.canceled, reason: "the TLS stream was stopped")
     /// The awaiting task was cancelled.
     static let taskCancelled = TLSError(.canceled, reason: "the task was cancelled")
+}
+
+/// What RingTLS was doing when a socket or a file failed: the start of an ``TLSError/Code/io``
+/// error's reason.
+internal enum _FailedAction: UInt8, Sendable {
+    case readingFromSocket
+    case writingToSocket
+    case sendingControlRecord
+    case openingFileToSend
+    case readingFileToSend
+    case fileEndedBeforeRange
+
+    var words: String {
+        switch self {
+        case .readingFromSocket: "reading from the socket"
+        case .writingToSocket: "writing to the socket"
+        case .sendingControlRecord: "sending a control record through kernel TLS"
+        case .openingFileToSend: "the file to send"
+        case .readingFileToSend: "reading the file to send"
+        case .fileEndedBeforeRange: "the file ended before the range to send"
+        }
+    }
 }

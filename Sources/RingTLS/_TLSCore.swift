@@ -103,9 +103,10 @@ internal final class _TLSCore: @unchecked Sendable {
     // `_TLSBufferSlot.room` touch other properties; OpenSSL's BIO callbacks run inside calls
     // made with no access open). The suites passed with the checks on (debug builds trap on an
     // overlap) before they were turned off; a new overlapping access would not be caught.
-    /// The contexts whose callbacks this `SSL` may call: the one it was made with, and one an
-    /// SNI handler switched to.
-    @exclusivity(unchecked) private var contexts: [_SSLContextBox]
+    /// The context whose callbacks this `SSL` may call: the one it was made with…
+    private let context: _SSLContextBox
+    /// …and those an SNI handler switched to (none, mostly: no array is made then).
+    @exclusivity(unchecked) private var adoptedContexts: [_SSLContextBox] = []
     @exclusivity(unchecked) private var handshakeState = HandshakeState.running
     /// `SSL_do_handshake` has been called (a server waits for the client's first bytes).
     @exclusivity(unchecked) private var handshakeEntered = false
@@ -114,8 +115,13 @@ internal final class _TLSCore: @unchecked Sendable {
     @exclusivity(unchecked) private var encryptsDirectly = false
     @exclusivity(unchecked) private var handshakeWaiters: [_TLSHandshakeWaiter] = []
     @exclusivity(unchecked) private var timer: IOSourceTimer?
-    /// A fatal error: the stream is unusable (after its alert, if any, is flushed).
+    /// A fatal error: the stream is unusable (after its alert, if any, is flushed). Set once,
+    /// by `fail`.
     @exclusivity(unchecked) private var failure: TLSError?
+    /// `failure != nil`, for the checks of every step: comparing the optional error with
+    /// `nil` copied it through its value witnesses (about 100 instructions, 20 times per
+    /// connection).
+    @exclusivity(unchecked) private var failed = false
     @exclusivity(unchecked) private var closeRequested = false
     @exclusivity(unchecked) private var stopRequested = false
     @exclusivity(unchecked) private var writeClosed = false
@@ -199,7 +205,7 @@ internal final class _TLSCore: @unchecked Sendable {
                 reason: "full verification needs the server's name (or use .noHostnameVerification)"
             )
         }
-        ERR_clear_error()
+        if ERR_peek_error() != 0 { ERR_clear_error() }  // a peek costs less than a clear
         guard let ssl = SSL_new(box.ctx) else {
             throw TLSError(.invalidConfiguration, reason: "SSL_new: \(_OpenSSLErrors.drain(or: "out of memory"))")
         }
@@ -233,7 +239,7 @@ internal final class _TLSCore: @unchecked Sendable {
         self.sessionKey = isServer ? nil : serverName
         self.handshakeTimeout = box.handshakeTimeout
         self.socket = socket
-        self.contexts = [box]
+        self.context = box
 
         if box.kernelTLS == .whenAvailable {
             let availability = TLSOffload.kernelAvailability
@@ -315,7 +321,7 @@ internal final class _TLSCore: @unchecked Sendable {
 
     /// A context an SNI handler chose: this connection holds it from now on.
     func adopt(_ box: _SSLContextBox) {
-        self.contexts.append(box)
+        self.adoptedContexts.append(box)
     }
 
     // MARK: Entry points (any thread)
@@ -395,7 +401,7 @@ internal final class _TLSCore: @unchecked Sendable {
 
     func scheduleWrite(_ write: _TLSWrite) {
         self.assertOnRing()
-        if self.closeRequested || self.writeClosed || self.failure != nil {
+        if self.closeRequested || self.writeClosed || self.failed {
             let error: TLSError =
                 self.failure ?? (self.stopRequested ? .stopped : self.closeRequested ? .closedStream : .closedOutput)
             self.finish(write, error: error)
@@ -420,7 +426,7 @@ internal final class _TLSCore: @unchecked Sendable {
     func writeDirectly(_ data: ByteRope, queue: any IOQueue, handler: @escaping _TLSWriteHandler) -> Bool {
         self.assertOnRing()
         let count = data.count
-        guard self.encryptsDirectly, self.failure == nil, !self.closeRequested, !self.writeClosed, !self.pumping,
+        guard self.encryptsDirectly, !self.failed, !self.closeRequested, !self.writeClosed, !self.pumping,
             count > 0, count <= Self.directWriteLimit, self.toEncrypt.isEmpty, self.segments.isEmpty,
             self.outputProduced - self.outputAcknowledged + UInt64(count) <= UInt64(Self.outputLimit)
         else { return false }
@@ -468,15 +474,15 @@ internal final class _TLSCore: @unchecked Sendable {
         self.assertOnRing()
         self.channelWritesInFlight -= 1
         if let error {
-            self.outputFailed(error, "writing to the socket")
-            let failure = self.failure ?? .io(error, "writing to the socket")
+            self.outputFailed(error, .writingToSocket)
+            let failure = self.failure ?? .io(error, .writingToSocket)
             self.deliveries.append(.write(queue, handler, remaining: nil, error: failure))
             self.pump()
             return
         }
         self.acknowledge(UInt64(count))
         if self.deliveries.isEmpty, self.deferredBatches == 0, queue === self.ring, !self.closeRequested,
-            !self.writeClosed, self.toEncrypt.isEmpty, self.segments.isEmpty, self.failure == nil
+            !self.writeClosed, self.toEncrypt.isEmpty, self.segments.isEmpty, !self.failed
         {
             // Nothing else waited for this write: its handler, and done.
             handler(true, nil, nil)
@@ -559,7 +565,7 @@ internal final class _TLSCore: @unchecked Sendable {
         self.assertOnRing()
         self.channelWritesInFlight -= 1
         if let error {
-            self.outputFailed(error, "writing to the socket")
+            self.outputFailed(error, .writingToSocket)
         } else {
             self.acknowledge(UInt64(count))
         }
@@ -594,8 +600,8 @@ internal final class _TLSCore: @unchecked Sendable {
 
     private func step() {
         self.errorQueueChecked = false
-        if case .running = self.handshakeState, self.failure == nil { self.driveHandshake() }
-        if case .done = self.handshakeState, self.failure == nil {
+        if case .running = self.handshakeState, !self.failed { self.driveHandshake() }
+        if case .done = self.handshakeState, !self.failed {
             self.decrypt()
             self.encrypt()
             self.progressClose()
@@ -660,7 +666,8 @@ internal final class _TLSCore: @unchecked Sendable {
             String(decoding: UnsafeBufferPointer(start: $0, count: Int(protocolLength)), as: UTF8.self)
         }
         let serverName = SSL_get_servername(self.ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
-        let cipher = SSL_get_current_cipher(self.ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) }
+        let context = self.adoptedContexts.last ?? self.context
+        let cipher = SSL_get_current_cipher(self.ssl).flatMap { context.name(of: $0) }
         let peer = SSL_get1_peer_certificate(self.ssl).map { TLSCertificate(box: _X509Box(owning: $0)) }
         return TLSStream.Handshake(
             protocolVersion: SSL_version(self.ssl) >= TLS1_3_VERSION ? .tls1_3 : .tls1_2,
@@ -679,16 +686,29 @@ internal final class _TLSCore: @unchecked Sendable {
         // Nothing refers to the buffer any more (the reads released what they got): it is all free.
         self.plaintextSlot.recycleIfUnused()
         while self.plaintext.count < Self.plaintextLimit {
-            if self.inputCount == 0 && SSL_has_pending(self.ssl) == 0 && !self.inputEOF && self.inputError == nil {
+            let inputLeft = self.inputCount > 0 || SSL_has_pending(self.ssl) != 0
+            if !inputLeft && !self.inputEOF && self.inputError == nil {
                 break
             }
-            let buffer = self.plaintextSlot.room(atLeast: 1_024) { self.plaintext.append($0) }
             var count = 0
             self.prepareErrorQueue()
-            let space = buffer.freeSpace
-            if SSL_read_ex(self.ssl, space.baseAddress, space.count, &count) == 1 {
-                buffer.commit(count)
-                continue
+            if inputLeft {
+                let buffer = self.plaintextSlot.room(atLeast: 1_024) { self.plaintext.append($0) }
+                let space = buffer.freeSpace
+                if SSL_read_ex(self.ssl, space.baseAddress, space.count, &count) == 1 {
+                    buffer.commit(count)
+                    continue
+                }
+            } else {
+                // Only the input's end is left (a FIN, a reset): no plaintext can come of it,
+                // so no buffer is made to learn how the input ended — most connections that
+                // end without a request end this way.
+                var byte: UInt8 = 0
+                if SSL_read_ex(self.ssl, &byte, 1, &count) == 1 {
+                    // Not expected; kept all the same, after what this loop decrypted.
+                    self.plaintextSlot.room(atLeast: 1) { self.plaintext.append($0) }.append(&byte, count: 1)
+                    continue
+                }
             }
             let code = SSL_get_error(self.ssl, 0)
             switch code {
@@ -844,7 +864,7 @@ internal final class _TLSCore: @unchecked Sendable {
             // A random-access channel counts offsets from the descriptor's position.
             let base = lseek(descriptor, 0, SEEK_CUR)
             guard base >= 0 else {
-                write.error = .io(Errno(rawValue: errno), "the file to send")
+                write.error = .io(Errno(rawValue: errno), .openingFileToSend)
                 return true
             }
             write.fileBase = Int64(base)
@@ -871,7 +891,7 @@ internal final class _TLSCore: @unchecked Sendable {
         write.reading = false
         let piece = write.fileData
         write.fileData = ByteRope()
-        guard !write.finished, self.failure == nil else { return }
+        guard !write.finished, !self.failed else { return }
         if !piece.isEmpty {
             guard let encrypted = self.encrypt(piece, from: 0, budgeted: false) else {
                 self.pump()
@@ -880,9 +900,9 @@ internal final class _TLSCore: @unchecked Sendable {
             write.taken += encrypted
         }
         if let error {
-            write.error = .io(error, "reading the file to send")
+            write.error = .io(error, .readingFileToSend)
         } else if piece.count < expected {
-            write.error = .io(.noData, "the file ended before the range to send")
+            write.error = .io(.noData, .fileEndedBeforeRange)
         }
         self.pump()
     }
@@ -952,6 +972,13 @@ internal final class _TLSCore: @unchecked Sendable {
     /// Sends the output segments in order: bytes to the channel at once (its writes keep their
     /// order), kTLS steps once everything before them is written.
     private func flushOutput() {
+        if self.segments.isEmpty && !self.channelClosed {
+            // The common case: records only, made since the last flush — to the channel as
+            // they are, without going through the segments.
+            let pending = self.outputSlot.takePending()
+            if !pending.isEmpty { self.writeToChannel(pending) }
+            return
+        }
         self.takeBufferedOutput()
         while let segment = self.segments.first {
             guard !self.channelClosed else { return }
@@ -981,7 +1008,7 @@ internal final class _TLSCore: @unchecked Sendable {
                         self.waitUntilWritable()
                         return
                     }
-                    self.outputFailed(error, "sending a control record through kernel TLS")
+                    self.outputFailed(error, .sendingControlRecord)
                     return
                 }
                 _ = self.segments.popFirst()
@@ -1033,8 +1060,8 @@ internal final class _TLSCore: @unchecked Sendable {
 
     /// The socket refused output (EPIPE, ECONNRESET…, or ECANCELED when the channel was
     /// stopped by its owner): the stream has failed.
-    private func outputFailed(_ error: Errno, _ what: String) {
-        guard self.failure == nil else { return }
+    private func outputFailed(_ error: Errno, _ what: _FailedAction) {
+        guard !self.failed else { return }
         if error == .canceled && !self.stopRequested {
             self.fail(TLSError(.canceled, reason: "the channel under the TLS stream was stopped", errno: error))
         } else {
@@ -1049,7 +1076,7 @@ internal final class _TLSCore: @unchecked Sendable {
     /// limit — so that a peer that sends more than the reads take is slowed down by TCP.
     private func readMore() {
         guard !self.channelReadActive, !self.channelClosed, !self.inputEOF, self.inputError == nil,
-            self.failure == nil
+            !self.failed
         else { return }
         switch self.handshakeState {
         case .running: break
@@ -1075,7 +1102,7 @@ internal final class _TLSCore: @unchecked Sendable {
     /// The handler runs as it would at the end of the pump: from a channel completion (never
     /// inside a call of the stream's API), with no delivery waiting before it.
     private func deliverDirectly() -> Bool {
-        guard self.encryptsDirectly, self.failure == nil, self.readEnd == nil, !self.closeRequested,
+        guard self.encryptsDirectly, !self.failed, self.readEnd == nil, !self.closeRequested,
             !self.pumping, !self.inUserCall, self.deferredBatches == 0, self.deliveries.isEmpty,
             self.plaintext.isEmpty, let read = self.reads.first, case .handler(let queue, let handler) = read.target,
             queue === self.ring
@@ -1083,7 +1110,7 @@ internal final class _TLSCore: @unchecked Sendable {
         self.errorQueueChecked = false
         self.decrypt()
         let count = self.plaintext.count
-        guard count > 0, count < read.remaining, self.failure == nil, self.readEnd == nil,
+        guard count > 0, count < read.remaining, !self.failed, self.readEnd == nil,
             self.outputSlot.buffer?.pending ?? 0 == 0, self.segments.isEmpty
         else { return false }
         let data = self.plaintext
@@ -1326,8 +1353,9 @@ internal final class _TLSCore: @unchecked Sendable {
     /// plaintext already decrypted, then `error`. OpenSSL's alert, if it queued one, is still
     /// flushed before the channel is closed.
     private func fail(_ error: TLSError) {
-        guard self.failure == nil else { return }
+        guard !self.failed else { return }
         self.failure = error
+        self.failed = true
         self.timer?.cancel()
         self.timer = nil
         if case .running = self.handshakeState {
@@ -1354,7 +1382,7 @@ internal final class _TLSCore: @unchecked Sendable {
     private func finishIfDone() {
         guard !self.channelClosed else { return }
         let outputIdle = self.channelWritesInFlight == 0 && self.segments.isEmpty
-        if self.failure != nil {
+        if self.failed {
             // Its alert written — or not waited for once the stream is closed (a peer that
             // does not read would keep it forever).
             if outputIdle || self.closeRequested { self.closeChannel() }
@@ -1400,7 +1428,7 @@ internal final class _TLSCore: @unchecked Sendable {
             if errno == .canceled {
                 return TLSError(.canceled, reason: "the channel under the TLS stream was stopped", errno: errno)
             }
-            return .io(errno, "reading from the socket")
+            return .io(errno, .readingFromSocket)
         }
         let verify = SSL_get_verify_result(self.ssl)
         if duringHandshake && verify != X509_V_OK {

@@ -73,6 +73,25 @@ private let badRecordClient = """
     print("echo:", plain.decode())
     """
 
+/// A Python client that completes a handshake, sends one record ("before the reset\n"),
+/// waits for its echo, then resets the connection (`SO_LINGER` 0) instead of closing it.
+private let resettingClient = """
+    import socket, ssl, struct, sys
+    port, ca = int(sys.argv[1]), sys.argv[2]
+    context = ssl.create_default_context(cafile=ca)
+    raw = socket.create_connection(("127.0.0.1", port))
+    raw.settimeout(20)
+    tls = context.wrap_socket(raw, server_hostname="localhost")
+    tls.sendall(b"before the reset\\n")
+    echo = b""
+    while len(echo) < 17:
+        echo += tls.recv(65536)
+    print("echo:", echo.decode().strip())
+    # The SSL socket took the descriptor over; its close sends no close_notify.
+    tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    tls.close()
+    """
+
 @Suite("TLSStream: bad input and broken peers", .enabled(if: ringIsAvailable, ringUnavailableReason), .opensslAvailable)
 struct TLSFaultTests {
     @Test(
@@ -127,6 +146,39 @@ struct TLSFaultTests {
             #expect(end?.reason.contains(reason) == true, "\(String(describing: end))")
         }
         #expect(server.received.all == bytes("complete record\n"))
+        #expect(server.closed.wait(for: 1), "the connection was not closed")
+    }
+
+    @Test(
+        "a peer that resets the connection: the read ends with .io and ECONNRESET, put in words when asked",
+        .installed("python3")
+    )
+    func peerReset() throws {
+        let pki = TestPKI.shared
+        let group = try RingLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let server = try TLSEchoServer(group: group, context: try pki.serverContext())
+        let result = runPython(resettingClient, ["\(server.port)", pki.caCertificate])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.text.contains("echo: before the reset"), "\(result)")
+        #expect(server.readEnds.wait(for: 1))
+        let end = try #require(server.readEnds.all.first)
+        let error = try #require(end, "the read ended cleanly")
+        #expect(error.code == .io, "\(error)")
+        #expect(error.errno == .connectionReset, "\(error)")
+        #expect(error.reason == "reading from the socket: \(Errno.connectionReset)", "\(error)")
+        #expect(error.verificationFailure == nil)
+        // Equal to, and hashed as, the same error made from its words.
+        let spelledOut = TLSError(.io, reason: error.reason, errno: .connectionReset)
+        #expect(error == spelledOut)
+        #expect(Set([error, spelledOut]).count == 1)
+        let otherAction = TLSError(
+            .io,
+            reason: "writing to the socket: \(Errno.connectionReset)",
+            errno: .connectionReset
+        )
+        #expect(error != otherAction)
+        #expect(server.received.all == bytes("before the reset\n"))
         #expect(server.closed.wait(for: 1), "the connection was not closed")
     }
 
