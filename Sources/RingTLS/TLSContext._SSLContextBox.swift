@@ -364,7 +364,7 @@ internal final class _SessionCache: Sendable {
         var clock: UInt64 = 0
     }
 
-    private let state = _Lock(State())
+    private let state = _TLSLock(State())
 
     deinit {
         let sessions = self.state.withLock { state in state.entries.values.map(\.session) }

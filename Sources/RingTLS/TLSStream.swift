@@ -366,10 +366,10 @@ public final class TLSStream: Sendable {
 /// A socket a client stream owns: closed once, when its channel is cleaned up — unless the
 /// stream could not be made, and the caller keeps it.
 internal final class _OwnedDescriptor: Sendable {
-    private let state: _Lock<CInt?>
+    private let state: _TLSLock<CInt?>
 
     init(_ descriptor: CInt) {
-        self.state = _Lock(descriptor)
+        self.state = _TLSLock(descriptor)
     }
 
     func close() {

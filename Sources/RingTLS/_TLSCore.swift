@@ -91,7 +91,7 @@ internal final class _TLSCore: @unchecked Sendable {
     private let socket: CInt
 
     // MARK: Any thread, under the lock
-    let published: _Lock<Published>
+    let published: _TLSLock<Published>
 
     // MARK: Ring thread only
     //
@@ -254,7 +254,7 @@ internal final class _TLSCore: @unchecked Sendable {
                 offload = .userSpace("the handshake has not handed the keys to the kernel (yet)")
             }
         }
-        self.published = _Lock(Published(handshake: nil, offload: offload))
+        self.published = _TLSLock(Published(handshake: nil, offload: offload))
 
         let unretained = Unmanaged.passUnretained(self).toOpaque()
         BIO_set_data(bio, unretained)
