@@ -424,7 +424,7 @@ public final class IOChannel: Sendable {
     /// - Precondition: `lowWater >= 0`.
     public func setLimit(lowWater: Int) {
         precondition(lowWater >= 0, "IOChannel.setLimit(lowWater: \(lowWater)) must not be negative")
-        self.state.perform { state in
+        self.state.perform(with: lowWater) { state, lowWater in
             if state.highWater < lowWater { state.highWater = max(lowWater, 1) }
             state.lowWater = lowWater
         }
@@ -436,7 +436,7 @@ public final class IOChannel: Sendable {
     /// - Precondition: `highWater >= 0`.
     public func setLimit(highWater: Int) {
         precondition(highWater >= 0, "IOChannel.setLimit(highWater: \(highWater)) must not be negative")
-        self.state.perform { state in
+        self.state.perform(with: highWater) { state, highWater in
             if state.lowWater > highWater { state.lowWater = highWater }
             state.highWater = max(highWater, 1)
         }
@@ -452,9 +452,9 @@ public final class IOChannel: Sendable {
             seconds >= Int64.max / 1_000_000_000
             ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         let strict = flags.contains(.strict)
-        self.state.perform { state in
-            state.intervalNanoseconds = nanoseconds
-            state.strictInterval = strict
+        self.state.perform(with: (nanoseconds, strict)) { state, interval in
+            state.intervalNanoseconds = interval.0
+            state.strictInterval = interval.1
         }
     }
 

@@ -115,7 +115,8 @@ internal enum _DescriptorRegistry {
                 base: base,
                 descriptor: fd
             )
-            state.perform { state in entry.attach(state) }
+            // No capture: nothing to allocate on the ring thread (an accepted connection).
+            state.perform { state in state.entry!.attach(state) }
             return state
         }
     }
@@ -175,7 +176,7 @@ internal enum _DescriptorRegistry {
             base: 0,
             descriptor: -1
         )
-        state.perform { state in entry.attach(state) }
+        state.perform { state in state.entry!.attach(state) }
         return state
     }
 
