@@ -63,7 +63,7 @@ internal final class _ChannelState: @unchecked Sendable {
     var stopWhenWritesFinish = false
     /// Operations scheduled and not yet finished.
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
-    @exclusivity(unchecked) var operations: [_Operation] = []
+    @exclusivity(unchecked) var operations = _InlineList<_Operation>()
     /// Finished writes for reuse; emptied when the channel is done (they hold it).
     @exclusivity(unchecked) var writePool = _WriteOperationPool()
     /// The pipe of file sends (`_FileSendOperation`), kept empty between them; closed when the
@@ -490,8 +490,7 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Called by an operation after its final handler call is on its way.
     func operationFinished(_ operation: _Operation) {
         self.entry?.core.assertOnRingThread()
-        if let index = self.operations.firstIndex(where: { $0 === operation }) {
-            self.operations.remove(at: index)
+        if self.operations.remove(operation) {
             if operation.writeLength > 0 { self.changeQueuedWriteBytes(by: -operation.writeLength) }
         }
         if self.stopWhenWritesFinish && !self.hasPendingWrites {

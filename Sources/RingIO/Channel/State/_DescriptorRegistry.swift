@@ -28,7 +28,31 @@ internal enum _DescriptorRegistry {
     /// One shard: entries by descriptor number. Its lock also guards each of its entries'
     /// `liveChannels`.
     private final class Shard: Sendable {
-        let entries = _Lock<[CInt: _DescriptorEntry]>([:])
+        let entries = _Lock(Table())
+    }
+
+    /// A shard's entries by descriptor number: the entry of `fd` at `fd / shardCount` (the
+    /// shard takes the number's low bits). An array, not a dictionary: the kernel hands out
+    /// the lowest free numbers, so they stay small and dense, and finding an entry hashes
+    /// nothing (a dictionary hashed a number four times per connection). It grows to the
+    /// highest number seen, a word per number.
+    private struct Table {
+        private var slots: [_DescriptorEntry?] = []
+
+        subscript(fd: CInt) -> _DescriptorEntry? {
+            get {
+                let index = Int(UInt32(bitPattern: fd)) / _DescriptorRegistry.shardCount
+                return index < self.slots.count ? self.slots[index] : nil
+            }
+            set {
+                let index = Int(UInt32(bitPattern: fd)) / _DescriptorRegistry.shardCount
+                if index >= self.slots.count {
+                    guard newValue != nil else { return }
+                    self.slots.append(contentsOf: repeatElement(nil, count: index + 1 - self.slots.count))
+                }
+                self.slots[index] = newValue
+            }
+        }
     }
 
     private static let shards: [Shard] = (0..<shardCount).map { _ in Shard() }

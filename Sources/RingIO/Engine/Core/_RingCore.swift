@@ -96,7 +96,7 @@ internal final class _RingCore: @unchecked Sendable {
     let receiveBufferCount: Int
     let receiveBufferSize: Int
     /// The state the layers above keep per ring (``local(_:)``), by type.
-    var locals: [ObjectIdentifier: any _RingLocal] = [:]
+    var locals: [(type: ObjectIdentifier, local: any _RingLocal)] = []
     var cancelAllIssued = false
     /// Operations were submitted after the last cancel-all (while stopping, they need another).
     var submittedSinceCancelAll = false
