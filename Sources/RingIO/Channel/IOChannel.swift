@@ -137,17 +137,14 @@ public final class IOChannel: Sendable {
             fileDescriptor: fileDescriptor,
             queue: queue,
             ring: ring,
-            cleanupHandler: cleanupHandler
+            cleanup: .handler(cleanupHandler)
         )
     }
 
     /// A stream channel on a socket that RingIO accepted or connected: as the public
-    /// initializer, without examining the descriptor (it is known to be a socket).
-    internal init(
-        socket: CInt,
-        ring: RingLoop,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
-    ) {
+    /// initializer, without examining the descriptor (it is known to be a socket); its
+    /// cleanup, on `ring`, is `slot`'s (``_ConnectionSlot/channelCleanedUp()``).
+    internal init(socket: CInt, ring: RingLoop, slot: _ConnectionSlot) {
         self.kind = .stream
         self.state = _DescriptorRegistry.attach(
             kind: .stream,
@@ -155,7 +152,7 @@ public final class IOChannel: Sendable {
             knownType: .socket,
             queue: ring,
             ring: ring,
-            cleanupHandler: cleanupHandler
+            cleanup: .connection(slot)
         )
     }
 
@@ -195,7 +192,7 @@ public final class IOChannel: Sendable {
             permissions: permissions?.rawValue ?? 0o644,
             queue: queue,
             ring: ring,
-            cleanupHandler: cleanupHandler
+            cleanup: .handler(cleanupHandler)
         )
     }
 
@@ -217,7 +214,7 @@ public final class IOChannel: Sendable {
             kind: kind,
             from: channel.state,
             queue: queue,
-            cleanupHandler: cleanupHandler
+            cleanup: .handler(cleanupHandler)
         )
     }
 

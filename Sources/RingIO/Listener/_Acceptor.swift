@@ -145,7 +145,7 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
             acceptor.drainTimer = acceptor.ring.core.armTimer(at: deadline, target: acceptor)
             // A copy: a stop may clean a connection up (and change `open`) at once.
             for slot in acceptor.open {
-                if let handler = slot.shutdownHandler.withLock({ $0.take() }) {
+                if let handler = slot.takeShutdownHandler().body {
                     handler()  // the connection finishes by itself (whenShuttingDown)
                 } else {
                     slot.channel?.stopOnceWritesFinish()
@@ -300,9 +300,8 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
             self.shared.live.subtract(1, ordering: .acquiringAndReleasing)
             return false
         }
-        let handler = self.shared.handler
-        let accepted = IOConnection(accepted: connection, by: self)
-        self.deliverToHandler { handler(.accepted(accepted)) }
+        // The connection's slot is the job that calls the handler: no closure to allocate.
+        IOConnection(accepted: connection, by: self).handOut(to: self.shared.handler, queue: self.shared.queue)
         return true
     }
 

@@ -26,7 +26,7 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Why creation failed; every operation ends with it.
     let creationFailure: Errno?
     let cleanupQueue: any IOQueue
-    let cleanupHandler: @Sendable (Errno?) -> Void
+    let cleanup: Cleanup
     /// Random access: the file position when the channel was created (R59).
     let base: Int64
 
@@ -70,12 +70,28 @@ internal final class _ChannelState: @unchecked Sendable {
     /// channel is done.
     var splicePipe: _SplicePipe?
 
+    /// What runs when the channel is cleaned up, on the cleanup queue.
+    enum Cleanup: Sendable {
+        /// The cleanup handler given at creation.
+        case handler(@Sendable (Errno?) -> Void)
+        /// A connection RingIO accepted or dialled: its slot closes the socket and runs the
+        /// connection's own handlers — no closure to allocate per connection.
+        case connection(_ConnectionSlot)
+
+        func run(_ error: Errno?) {
+            switch self {
+            case .handler(let handler): handler(error)
+            case .connection(let slot): slot.channelCleanedUp()
+            }
+        }
+    }
+
     init(
         kind: IOChannel.Kind,
         entry: _DescriptorEntry?,
         creationFailure: Errno?,
         cleanupQueue: any IOQueue,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void,
+        cleanup: Cleanup,
         base: Int64,
         descriptor: CInt
     ) {
@@ -83,7 +99,7 @@ internal final class _ChannelState: @unchecked Sendable {
         self.entry = entry
         self.creationFailure = creationFailure
         self.cleanupQueue = cleanupQueue
-        self.cleanupHandler = cleanupHandler
+        self.cleanup = cleanup
         self.base = base
         self.descriptor = Atomic(descriptor)
         // D1: deliver as data arrives on streams of arriving bytes; dispatch's chunk elsewhere.
@@ -99,27 +115,24 @@ internal final class _ChannelState: @unchecked Sendable {
         kind: IOChannel.Kind,
         error: Errno,
         queue: any IOQueue,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: Cleanup
     ) -> _ChannelState {
         let state = _ChannelState(
             kind: kind,
             entry: nil,
             creationFailure: error,
             cleanupQueue: queue,
-            cleanupHandler: cleanupHandler,
+            cleanup: cleanup,
             base: 0,
             descriptor: -1
         )
-        queue.enqueue {
-            cleanupHandler(error)
-            state.cleanedUp()
-        }
+        queue.enqueue { state.runCleanup(error) }
         return state
     }
 
     /// Runs the cleanup handler (on the cleanup queue), then lets the waiters go.
     func runCleanup(_ error: Errno?) {
-        self.cleanupHandler(error)
+        self.cleanup.run(error)
         self.cleanedUp()
     }
 
@@ -526,5 +539,13 @@ internal final class _ChannelState: @unchecked Sendable {
         self.writePool.removeAll()
         self.splicePipe = nil
         entry.channelDone(self)
+    }
+}
+
+/// A channel delivered to its cleanup queue runs its cleanup there (``_DescriptorEntry/runCleanups()``):
+/// no closure per channel. On the cleanup queue, once: the entry delivers each channel once.
+extension _ChannelState: _RingRunnable {
+    func runDelivered() {
+        self.runCleanup(nil)
     }
 }

@@ -181,8 +181,9 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     func runCleanups() {
+        // The channel runs its own cleanup where it is delivered: no closure to allocate.
         for channel in self.cleanups {
-            self.core.deliver(on: channel.cleanupQueue) { channel.runCleanup(nil) }
+            self.core.deliver(channel, on: channel.cleanupQueue)
         }
         self.cleanups.removeAll()
     }

@@ -70,7 +70,7 @@ internal enum _DescriptorRegistry {
         knownType: _FileType? = nil,
         queue: any IOQueue,
         ring: RingLoop?,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: _ChannelState.Cleanup
     ) -> _ChannelState {
         var chosenRing = ring ?? (queue as? RingLoop)
         var setupError: Errno?
@@ -122,7 +122,7 @@ internal enum _DescriptorRegistry {
         }
         switch lookup {
         case .failure(let error):
-            return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: error, queue: queue, cleanup: cleanup)
         case .success(let entry):
             var base: Int64 = 0
             if kind == .randomAccess {
@@ -135,7 +135,7 @@ internal enum _DescriptorRegistry {
                 entry: entry,
                 creationFailure: nil,
                 cleanupQueue: queue,
-                cleanupHandler: cleanupHandler,
+                cleanup: cleanup,
                 base: base,
                 descriptor: fd
             )
@@ -153,7 +153,7 @@ internal enum _DescriptorRegistry {
         permissions: mode_t,
         queue: any IOQueue,
         ring: RingLoop?,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: _ChannelState.Cleanup
     ) -> _ChannelState {
         let type: _FileType
         do throws(Errno) {
@@ -166,22 +166,22 @@ internal enum _DescriptorRegistry {
                 let parentInfo = try? _POSIX.status(ofPath: parent.string, followingLinks: true),
                 _FileType(parentInfo) == .directory
             else {
-                return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+                return .failed(kind: kind, error: error, queue: queue, cleanup: cleanup)
             }
             type = .regular
         }
         if type == .directory {
-            return .failed(kind: kind, error: .isDirectory, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .isDirectory, queue: queue, cleanup: cleanup)
         }
         if kind == .randomAccess && (type == .fifo || type == .socket) {
-            return .failed(kind: kind, error: .illegalSeek, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .illegalSeek, queue: queue, cleanup: cleanup)
         }
         var chosenRing = ring ?? (queue as? RingLoop)
         if chosenRing == nil {
             do throws(RingSetupError) {
                 chosenRing = try RingLoopGroup.shared.next()
             } catch {
-                return .failed(kind: kind, error: error.errno, queue: queue, cleanupHandler: cleanupHandler)
+                return .failed(kind: kind, error: error.errno, queue: queue, cleanup: cleanup)
             }
         }
         let entry = _DescriptorEntry(
@@ -196,7 +196,7 @@ internal enum _DescriptorRegistry {
             entry: entry,
             creationFailure: nil,
             cleanupQueue: queue,
-            cleanupHandler: cleanupHandler,
+            cleanup: cleanup,
             base: 0,
             descriptor: -1
         )
@@ -209,18 +209,18 @@ internal enum _DescriptorRegistry {
         kind: IOChannel.Kind,
         from source: _ChannelState,
         queue: any IOQueue,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: _ChannelState.Cleanup
     ) -> _ChannelState {
         guard let entry = source.entry else {
             return .failed(
                 kind: kind,
                 error: source.creationFailure ?? .canceled,
                 queue: queue,
-                cleanupHandler: cleanupHandler
+                cleanup: cleanup
             )
         }
         if source.closeRequested.load(ordering: .acquiring) {
-            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanup: cleanup)
         }
         if let path = entry.path {
             return self.attach(
@@ -230,21 +230,21 @@ internal enum _DescriptorRegistry {
                 permissions: path.permissions,
                 queue: queue,
                 ring: entry.ring,
-                cleanupHandler: cleanupHandler
+                cleanup: cleanup
             )
         }
         // The source's own copy of the number (any thread): the entry's is ring-only. -1 when
         // the source was closed since the check above.
         let fd = source.descriptor.load(ordering: .acquiring)
         guard fd >= 0 else {
-            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanup: cleanup)
         }
         return self.attach(
             kind: kind,
             fileDescriptor: fd,
             queue: queue,
             ring: entry.ring,
-            cleanupHandler: cleanupHandler
+            cleanup: cleanup
         )
     }
 
