@@ -444,10 +444,15 @@ public final class IOChannel: Sendable {
     /// - Precondition: `interval >= .zero`.
     public func setInterval(_ interval: Duration, flags: IntervalFlags = []) {
         precondition(interval >= .zero, "IOChannel.setInterval(\(interval)) must not be negative")
-        let (seconds, attoseconds) = interval.components
-        let nanoseconds =
-            seconds >= Int64.max / 1_000_000_000
-            ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        // Zero (turning the interval off, as a server does once its read has one) needs no
+        // division: `components` divides 128-bit attoseconds, about 180 instructions.
+        var nanoseconds: Int64 = 0
+        if interval != .zero {
+            let (seconds, attoseconds) = interval.components
+            nanoseconds =
+                seconds >= Int64.max / 1_000_000_000
+                ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        }
         let strict = flags.contains(.strict)
         self.state.perform(with: (nanoseconds, strict)) { state, interval in
             state.intervalNanoseconds = interval.0

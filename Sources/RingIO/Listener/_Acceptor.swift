@@ -42,9 +42,12 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
     private var inFlight = 0
     /// Connections accepted past the cap (the multishot had more ready): handed out, in
     /// order, as soon as connections are cleaned up.
-    private var held: [CInt] = []
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore); the
+    // loops over `open` that may change it (a stop cleaning a connection up) iterate a copy.
+    @exclusivity(unchecked) private var held: [CInt] = []
     /// The connections handed out and not yet cleaned up; each slot knows its index.
-    private var open: [_ConnectionSlot] = []
+    // @exclusivity(unchecked): as `held`.
+    @exclusivity(unchecked) private var open: [_ConnectionSlot] = []
     /// A graceful shutdown is under way: each connection cleaned up may be the last.
     private var draining = false
     /// The shutdown's deadline in the ring's timers.

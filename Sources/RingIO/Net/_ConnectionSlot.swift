@@ -55,7 +55,8 @@ internal final class _ConnectionSlot: @unchecked Sendable {
     /// connection): it is read only by the acceptor, for a slot in its open connections —
     /// and the slot leaves them in the channel's cleanup, which the state runs, so it is
     /// alive whenever it is read.
-    unowned var channel: _ChannelState?
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) unowned var channel: _ChannelState?
     /// The acceptor that accepted the connection, which it leaves once cleaned up (`nil` for
     /// a dialled one). Weak: the acceptor holds the listener's handler, which may keep its
     /// connections (and so their channels, and their cleanups, this slot) — a strong
@@ -63,7 +64,8 @@ internal final class _ConnectionSlot: @unchecked Sendable {
     /// (its ring shut down first).
     private weak var acceptor: _Acceptor?
     /// Where the slot is in its acceptor's open connections.
-    var index = 0
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) var index = 0
     let closeHandler = _Lock(CloseHandler.none)
     /// The handler of ``IOConnection/whenShuttingDown(_:)``; taken when a shutdown begins.
     let shutdownHandler = _Lock(ShutdownHandler())

@@ -39,9 +39,9 @@ internal final class _ChannelState: @unchecked Sendable {
     static let closedDescriptor: CInt = -2
     /// Set by `close` on the calling thread (the ring learns it in order, through `perform`).
     let closeRequested = Atomic<Bool>(false)
-    /// What waits for the cleanup handler to have run (``IOChannel/closeAndWait(flags:)``);
-    /// `nil` once it has. Touched once per channel by the cleanup, and by each waiter.
-    let cleanupWaiters = _Lock<[@Sendable () -> Void]?>([])
+    /// What waits for the cleanup handler to have run (``IOChannel/closeAndWait(flags:)``).
+    /// Touched once per channel by the cleanup, and by each waiter.
+    let cleanupWaiters = _Lock(CleanupWaiters())
 
     /// ``queuedWriteBytes`` for other threads (``IOChannel/queuedWriteBytes``): a relaxed
     /// copy, stored by the ring thread whenever it changes.
@@ -110,6 +110,16 @@ internal final class _ChannelState: @unchecked Sendable {
         }
     }
 
+    /// What waits for the cleanup handler to have run (``whenCleanedUp(_:)``). A struct of
+    /// its own rather than an optional array: a lock of an optional (a generic type) was
+    /// destroyed through the optional's value witnesses, which look its metadata up at run
+    /// time — about 300 instructions per channel.
+    struct CleanupWaiters {
+        var waiters: [@Sendable () -> Void] = []
+        /// The cleanup handler has run: a new waiter goes at once.
+        var cleanedUp = false
+    }
+
     /// A channel whose creation failed: the cleanup handler gets `error` at once.
     static func failed(
         kind: IOChannel.Kind,
@@ -138,9 +148,9 @@ internal final class _ChannelState: @unchecked Sendable {
 
     /// The cleanup handler has run: the waiters go, and later ones go at once.
     func cleanedUp() {
-        let waiters = self.cleanupWaiters.withLock { waiters in
-            defer { waiters = nil }
-            return waiters ?? []
+        let waiters = self.cleanupWaiters.withLock { state in
+            state.cleanedUp = true
+            return exchange(&state.waiters, with: [])
         }
         for waiter in waiters { waiter() }
     }
@@ -148,9 +158,9 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Calls `waiter` once the cleanup handler has run: at once, on the calling thread, if it
     /// has; else on the cleanup queue, after the handler.
     func whenCleanedUp(_ waiter: @escaping @Sendable () -> Void) {
-        let done = self.cleanupWaiters.withLock { waiters -> Bool in
-            guard waiters != nil else { return true }
-            waiters!.append(waiter)
+        let done = self.cleanupWaiters.withLock { state -> Bool in
+            guard !state.cleanedUp else { return true }
+            state.waiters.append(waiter)
             return false
         }
         if done { waiter() }

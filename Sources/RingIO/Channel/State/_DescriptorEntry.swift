@@ -48,7 +48,8 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
     @exclusivity(unchecked) var channels = _InlineList<_ChannelState>()
     /// The channels done, whose cleanup handlers run once the entry finishes.
-    var cleanups = _InlineList<_ChannelState>()
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) var cleanups = _InlineList<_ChannelState>()
     /// Where the entry is in its ring's ``_ChannelRing/openEntries``; `nil` when it is not
     /// there (not attached yet, or finished).
     var openIndex: Int?
