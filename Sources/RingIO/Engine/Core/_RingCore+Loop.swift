@@ -231,14 +231,19 @@ extension _RingCore {
         guard let userData = UserData(raw: completion.userData),
             Int(userData.slot) < self.slots.count,
             self.slots[Int(userData.slot)].generation == userData.generation,
-            let target = self.slots[Int(userData.slot)].target
+            self.slots[Int(userData.slot)].target != nil
         else {
             self.counters.staleCompletions.add(1, ordering: .relaxed)
             return
         }
         let context = self.slots[Int(userData.slot)].context
-        if !completion.hasMore {
-            self.slots[Int(userData.slot)].recycle()
+        let target: any RingOperationTarget
+        if completion.hasMore {
+            target = self.slots[Int(userData.slot)].target!
+        } else {
+            // The final completion: the target moves out of the slot, with no retain and
+            // release (most completions are final).
+            target = self.slots[Int(userData.slot)].recycle()!
             self.freeSlots.append(userData.slot)
             self.inFlight -= 1
         }
