@@ -20,7 +20,10 @@
 # proxy is asleep when the answer arrives as well: each hop takes the same path through the
 # ring loop (with an upstream that answers at once, whether its answer beats the proxy's next
 # wait moves the count by 3%). One operation is a 64-byte round trip forwarded both ways. The
-# UDP cases send a 64-byte datagram from a connected socket and wait for its echo. The HTTPS case
+# UDP cases send a 64-byte datagram from a connected socket and wait for its echo. The "close"
+# case opens a connection per operation: one `GET /` with `Connection: close`, the answer read
+# to the end of the stream, then the client closes — the whole life of an accepted connection
+# (accept, channel set-up, read, write, close, teardown) in each operation. The HTTPS case
 # serves the HTTP GET over TLS 1.3 (AES-128-GCM, an ECDSA P-256 certificate that `openssl` makes
 # in --work, no session tickets), to Python's ssl client; the handshake is in the warm-up. The
 # handshake case makes one new TLS connection per operation (a full TLS 1.3 handshake, then the
@@ -48,6 +51,7 @@ UPSTREAM_PAUSE = 0.001
 
 ECHO_PAYLOAD = b"x" * 64
 HTTP_REQUEST = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
+HTTP_CLOSE_REQUEST = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
 # The static file of the "file" client: 16 KiB under --root, deterministic bytes.
 STATIC_FILE = bytes((index * 31 + 7) % 251 for index in range(16384))
 STATIC_REQUEST = b"GET /file-16KiB.bin HTTP/1.1\r\nHost: localhost\r\n\r\n"
@@ -74,6 +78,8 @@ CASES = {
     "http_hello_keepalive_async": ("http-server", ["--api", "async"], "http", 1),
     "http_hello_pipelined16_handlers": ("http-server", ["--api", "handlers"], "http", PIPELINE_DEPTH),
     "http_hello_pipelined16_async": ("http-server", ["--api", "async"], "http", PIPELINE_DEPTH),
+    # A connection per operation: accept, one request with `Connection: close`, close.
+    "http_hello_close_handlers": ("http-server", ["--api", "handlers"], "close", 1),
     # A 16 KiB static file under --root ({root}: a directory in --work holding it), kept-alive.
     "http_file16k_keepalive_handlers": ("http-server", ["--api", "handlers", "--root", "{root}"], "file", 1),
     "http_file16k_keepalive_async": ("http-server", ["--api", "async", "--root", "{root}"], "file", 1),
@@ -293,7 +299,12 @@ class Upstream:
 class Client:
     def __init__(self, port, kind, depth, certificate=None):
         self.port = port
-        self.certificate = certificate
+        self.kind = kind
+        self.depth = depth
+        self.pending = b""
+        if kind == "close":
+            self.socket = None  # a connection per exchange
+            return
         if kind == "handshake":
             self.socket = None  # a connection per operation
         elif kind == "udp":
@@ -309,9 +320,6 @@ class Client:
             self.context.set_alpn_protocols(["http/1.1"])
         if kind == "https":
             self.socket = self.context.wrap_socket(self.socket, server_hostname="localhost")
-        self.kind = kind
-        self.depth = depth
-        self.pending = b""
 
     def exchange(self):
         time.sleep(PAUSE)
@@ -332,6 +340,8 @@ class Client:
             received = self.socket.recv(65536)
             if received != ECHO_PAYLOAD:
                 raise Failure(f"the UDP echo answered {received!r}")
+        elif self.kind == "close":
+            self._close_exchange()
         elif self.kind == "file":
             self.socket.sendall(STATIC_REQUEST)
             self._response(STATIC_FILE)
@@ -339,6 +349,20 @@ class Client:
             self.socket.sendall(HTTP_REQUEST * self.depth)
             for _ in range(self.depth):
                 self._response()
+
+    def _close_exchange(self):
+        """A connection of its own: the request, the answer up to the server's close, our close."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=60) as connection:
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            connection.sendall(HTTP_CLOSE_REQUEST)
+            response = b""
+            while chunk := connection.recv(65536):
+                response += chunk
+        head, _, body = response.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200") or b"\r\nconnection: close" not in head.lower():
+            raise Failure(f"the server answered {head[:80]!r}")
+        if body != b"Hello, World!":
+            raise Failure(f"the server answered a body of {len(body)} bytes: {body[:40]!r}…")
 
     def _receive(self):
         chunk = self.socket.recv(65536)
@@ -361,7 +385,7 @@ class Client:
             raise Failure(f"the server answered a body of {len(body)} bytes: {body[:40]!r}…")
 
     def close(self):
-        if self.socket:
+        if self.socket is not None:
             self.socket.close()
 
 

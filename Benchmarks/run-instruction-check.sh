@@ -18,7 +18,8 @@
 # to a one-connection ping-pong client and counts the instructions of the server's every thread
 # over 1,000 operations (see that file and Benchmarks/README.md, "Checked thresholds:
 # instructions"). Cases: echo 64 B ping-pong, HTTP GET keep-alive, HTTP GET pipelined ×16, a
-# static file, each with completion handlers and with async/await; the echo with a strict
+# static file, each with completion handlers and with async/await; HTTP GET on a connection of
+# its own (`Connection: close`) with completion handlers; the echo with a strict
 # interval; HTTPS GET keep-alive (RingTLS); tcp-proxy forwarding a 64 B ping-pong to echo-server;
 # UDP echo of 64 B datagrams.
 #

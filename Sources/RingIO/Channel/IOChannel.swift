@@ -137,17 +137,14 @@ public final class IOChannel: Sendable {
             fileDescriptor: fileDescriptor,
             queue: queue,
             ring: ring,
-            cleanupHandler: cleanupHandler
+            cleanup: .handler(cleanupHandler)
         )
     }
 
     /// A stream channel on a socket that RingIO accepted or connected: as the public
-    /// initializer, without examining the descriptor (it is known to be a socket).
-    internal init(
-        socket: CInt,
-        ring: RingLoop,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
-    ) {
+    /// initializer, without examining the descriptor (it is known to be a socket); its
+    /// cleanup, on `ring`, is `slot`'s (``_ConnectionSlot/channelCleanedUp()``).
+    internal init(socket: CInt, ring: RingLoop, slot: _ConnectionSlot) {
         self.kind = .stream
         self.state = _DescriptorRegistry.attach(
             kind: .stream,
@@ -155,7 +152,7 @@ public final class IOChannel: Sendable {
             knownType: .socket,
             queue: ring,
             ring: ring,
-            cleanupHandler: cleanupHandler
+            cleanup: .connection(slot)
         )
     }
 
@@ -195,7 +192,7 @@ public final class IOChannel: Sendable {
             permissions: permissions?.rawValue ?? 0o644,
             queue: queue,
             ring: ring,
-            cleanupHandler: cleanupHandler
+            cleanup: .handler(cleanupHandler)
         )
     }
 
@@ -217,7 +214,7 @@ public final class IOChannel: Sendable {
             kind: kind,
             from: channel.state,
             queue: queue,
-            cleanupHandler: cleanupHandler
+            cleanup: .handler(cleanupHandler)
         )
     }
 
@@ -424,7 +421,7 @@ public final class IOChannel: Sendable {
     /// - Precondition: `lowWater >= 0`.
     public func setLimit(lowWater: Int) {
         precondition(lowWater >= 0, "IOChannel.setLimit(lowWater: \(lowWater)) must not be negative")
-        self.state.perform { state in
+        self.state.perform(with: lowWater) { state, lowWater in
             if state.highWater < lowWater { state.highWater = max(lowWater, 1) }
             state.lowWater = lowWater
         }
@@ -436,7 +433,7 @@ public final class IOChannel: Sendable {
     /// - Precondition: `highWater >= 0`.
     public func setLimit(highWater: Int) {
         precondition(highWater >= 0, "IOChannel.setLimit(highWater: \(highWater)) must not be negative")
-        self.state.perform { state in
+        self.state.perform(with: highWater) { state, highWater in
             if state.lowWater > highWater { state.lowWater = highWater }
             state.highWater = max(highWater, 1)
         }
@@ -447,14 +444,19 @@ public final class IOChannel: Sendable {
     /// - Precondition: `interval >= .zero`.
     public func setInterval(_ interval: Duration, flags: IntervalFlags = []) {
         precondition(interval >= .zero, "IOChannel.setInterval(\(interval)) must not be negative")
-        let (seconds, attoseconds) = interval.components
-        let nanoseconds =
-            seconds >= Int64.max / 1_000_000_000
-            ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        // Zero (turning the interval off, as a server does once its read has one) needs no
+        // division: `components` divides 128-bit attoseconds, about 180 instructions.
+        var nanoseconds: Int64 = 0
+        if interval != .zero {
+            let (seconds, attoseconds) = interval.components
+            nanoseconds =
+                seconds >= Int64.max / 1_000_000_000
+                ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        }
         let strict = flags.contains(.strict)
-        self.state.perform { state in
-            state.intervalNanoseconds = nanoseconds
-            state.strictInterval = strict
+        self.state.perform(with: (nanoseconds, strict)) { state, interval in
+            state.intervalNanoseconds = interval.0
+            state.strictInterval = interval.1
         }
     }
 

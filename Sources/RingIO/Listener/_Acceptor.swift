@@ -42,9 +42,12 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
     private var inFlight = 0
     /// Connections accepted past the cap (the multishot had more ready): handed out, in
     /// order, as soon as connections are cleaned up.
-    private var held: [CInt] = []
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore); the
+    // loops over `open` that may change it (a stop cleaning a connection up) iterate a copy.
+    @exclusivity(unchecked) private var held: [CInt] = []
     /// The connections handed out and not yet cleaned up; each slot knows its index.
-    private var open: [_ConnectionSlot] = []
+    // @exclusivity(unchecked): as `held`.
+    @exclusivity(unchecked) private var open: [_ConnectionSlot] = []
     /// A graceful shutdown is under way: each connection cleaned up may be the last.
     private var draining = false
     /// The shutdown's deadline in the ring's timers.
@@ -145,7 +148,7 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
             acceptor.drainTimer = acceptor.ring.core.armTimer(at: deadline, target: acceptor)
             // A copy: a stop may clean a connection up (and change `open`) at once.
             for slot in acceptor.open {
-                if let handler = slot.shutdownHandler.withLock({ $0.take() }) {
+                if let handler = slot.takeShutdownHandler().body {
                     handler()  // the connection finishes by itself (whenShuttingDown)
                 } else {
                     slot.channel?.stopOnceWritesFinish()
@@ -300,9 +303,8 @@ internal final class _Acceptor: RingOperationTarget, _RingTimerTarget, @unchecke
             self.shared.live.subtract(1, ordering: .acquiringAndReleasing)
             return false
         }
-        let handler = self.shared.handler
-        let accepted = IOConnection(accepted: connection, by: self)
-        self.deliverToHandler { handler(.accepted(accepted)) }
+        // The connection's slot is the job that calls the handler: no closure to allocate.
+        IOConnection(accepted: connection, by: self).handOut(to: self.shared.handler, queue: self.shared.queue)
         return true
     }
 

@@ -28,28 +28,29 @@ import Glibc
 /// the connection's sending side after the writes scheduled before it (a half-close).
 public struct IOConnection: Sendable {
     /// The ring that accepted (or dialled) the connection: its channel's I/O runs there.
-    public let ring: RingLoop
+    public var ring: RingLoop { self.slot.ring }
     /// A stream channel on the connected socket, on ``ring``; its cleanup handler (on ``ring``)
     /// closes the socket. Low water is 1 byte (deliver as data arrives).
     public let channel: IOChannel
+    // Two references, the ring kept in the slot: one retain fewer each time a connection is
+    // copied.
     private let slot: _ConnectionSlot
+
+    /// A connection whose channel and slot are made already.
+    init(channel: IOChannel, slot: _ConnectionSlot) {
+        self.channel = channel
+        self.slot = slot
+    }
 
     /// Wraps an accepted descriptor and registers it with `acceptor`. On its ring's thread.
     init(accepted fd: CInt, by acceptor: _Acceptor) {
         let ring = acceptor.ring
         ring.core.assertOnRingThread()
-        let slot = _ConnectionSlot(fd: fd, remote: nil)
-        self.ring = ring
+        let slot = _ConnectionSlot(fd: fd, remote: nil, ring: ring, acceptor: acceptor)
         self.slot = slot
-        // Weak: the acceptor holds the listener's handler, which may keep its connections
-        // (and so this channel and its cleanup handler): a strong reference made a cycle that
-        // outlived the ring when a channel was never cleaned up (its ring shut down first).
-        self.channel = IOChannel(socket: fd, ring: ring) { [weak acceptor] _ in
-            slot.closeSocket()
-            // The handler first: a shutdown's completion comes after every one of them.
-            slot.runCloseHandler()
-            acceptor?.closed(slot)
-        }
+        // The slot is the channel's cleanup (``_ConnectionSlot/channelCleanedUp()``): it closes
+        // the socket, runs the close handler and leaves the acceptor.
+        self.channel = IOChannel(socket: fd, ring: ring, slot: slot)
         slot.channel = self.channel.state
         acceptor.opened(slot)
     }
@@ -57,14 +58,16 @@ public struct IOConnection: Sendable {
     /// Wraps a descriptor that `connect` connected to `remote`. On `ring`'s thread.
     init(connected fd: CInt, to remote: SocketAddress, on ring: RingLoop) {
         ring.core.assertOnRingThread()
-        let slot = _ConnectionSlot(fd: fd, remote: remote)
-        self.ring = ring
+        let slot = _ConnectionSlot(fd: fd, remote: remote, ring: ring, acceptor: nil)
         self.slot = slot
-        self.channel = IOChannel(socket: fd, ring: ring) { _ in
-            slot.closeSocket()
-            slot.runCloseHandler()
-        }
+        self.channel = IOChannel(socket: fd, ring: ring, slot: slot)
         slot.channel = self.channel.state
+    }
+
+    /// Hands this connection, just accepted, to a listener's `handler` on `queue` (the
+    /// accepting ring when `nil`). On its ring's thread.
+    func handOut(to handler: @escaping @Sendable (IOAcceptor.Event) -> Void, queue: (any IOQueue)?) {
+        self.slot.handOut(self.channel, to: handler, queue: queue)
     }
 
     /// The connection's own address: the listener's address (with a port per connection on a
@@ -123,8 +126,8 @@ public struct IOConnection: Sendable {
     /// - Precondition: No handler was set before.
     public func whenShuttingDown(_ handler: @escaping @Sendable () -> Void) {
         self.slot.shutdownHandler.withLock { current in
-            precondition(current == nil, "IOConnection.whenShuttingDown(_:): a handler is set already")
-            current = handler
+            precondition(current.body == nil, "IOConnection.whenShuttingDown(_:): a handler is set already")
+            current.body = handler
         }
     }
 }

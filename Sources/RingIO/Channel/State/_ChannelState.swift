@@ -26,7 +26,7 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Why creation failed; every operation ends with it.
     let creationFailure: Errno?
     let cleanupQueue: any IOQueue
-    let cleanupHandler: @Sendable (Errno?) -> Void
+    let cleanup: Cleanup
     /// Random access: the file position when the channel was created (R59).
     let base: Int64
 
@@ -39,9 +39,9 @@ internal final class _ChannelState: @unchecked Sendable {
     static let closedDescriptor: CInt = -2
     /// Set by `close` on the calling thread (the ring learns it in order, through `perform`).
     let closeRequested = Atomic<Bool>(false)
-    /// What waits for the cleanup handler to have run (``IOChannel/closeAndWait(flags:)``);
-    /// `nil` once it has. Touched once per channel by the cleanup, and by each waiter.
-    let cleanupWaiters = _Lock<[@Sendable () -> Void]?>([])
+    /// What waits for the cleanup handler to have run (``IOChannel/closeAndWait(flags:)``).
+    /// Touched once per channel by the cleanup, and by each waiter.
+    let cleanupWaiters = _Lock(CleanupWaiters())
 
     /// ``queuedWriteBytes`` for other threads (``IOChannel/queuedWriteBytes``): a relaxed
     /// copy, stored by the ring thread whenever it changes.
@@ -63,19 +63,35 @@ internal final class _ChannelState: @unchecked Sendable {
     var stopWhenWritesFinish = false
     /// Operations scheduled and not yet finished.
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
-    @exclusivity(unchecked) var operations: [_Operation] = []
+    @exclusivity(unchecked) var operations = _InlineList<_Operation>()
     /// Finished writes for reuse; emptied when the channel is done (they hold it).
     @exclusivity(unchecked) var writePool = _WriteOperationPool()
     /// The pipe of file sends (`_FileSendOperation`), kept empty between them; closed when the
     /// channel is done.
     var splicePipe: _SplicePipe?
 
+    /// What runs when the channel is cleaned up, on the cleanup queue.
+    enum Cleanup: Sendable {
+        /// The cleanup handler given at creation.
+        case handler(@Sendable (Errno?) -> Void)
+        /// A connection RingIO accepted or dialled: its slot closes the socket and runs the
+        /// connection's own handlers — no closure to allocate per connection.
+        case connection(_ConnectionSlot)
+
+        func run(_ error: Errno?) {
+            switch self {
+            case .handler(let handler): handler(error)
+            case .connection(let slot): slot.channelCleanedUp()
+            }
+        }
+    }
+
     init(
         kind: IOChannel.Kind,
         entry: _DescriptorEntry?,
         creationFailure: Errno?,
         cleanupQueue: any IOQueue,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void,
+        cleanup: Cleanup,
         base: Int64,
         descriptor: CInt
     ) {
@@ -83,7 +99,7 @@ internal final class _ChannelState: @unchecked Sendable {
         self.entry = entry
         self.creationFailure = creationFailure
         self.cleanupQueue = cleanupQueue
-        self.cleanupHandler = cleanupHandler
+        self.cleanup = cleanup
         self.base = base
         self.descriptor = Atomic(descriptor)
         // D1: deliver as data arrives on streams of arriving bytes; dispatch's chunk elsewhere.
@@ -94,40 +110,47 @@ internal final class _ChannelState: @unchecked Sendable {
         }
     }
 
+    /// What waits for the cleanup handler to have run (``whenCleanedUp(_:)``). A struct of
+    /// its own rather than an optional array: a lock of an optional (a generic type) was
+    /// destroyed through the optional's value witnesses, which look its metadata up at run
+    /// time — about 300 instructions per channel.
+    struct CleanupWaiters {
+        var waiters: [@Sendable () -> Void] = []
+        /// The cleanup handler has run: a new waiter goes at once.
+        var cleanedUp = false
+    }
+
     /// A channel whose creation failed: the cleanup handler gets `error` at once.
     static func failed(
         kind: IOChannel.Kind,
         error: Errno,
         queue: any IOQueue,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: Cleanup
     ) -> _ChannelState {
         let state = _ChannelState(
             kind: kind,
             entry: nil,
             creationFailure: error,
             cleanupQueue: queue,
-            cleanupHandler: cleanupHandler,
+            cleanup: cleanup,
             base: 0,
             descriptor: -1
         )
-        queue.enqueue {
-            cleanupHandler(error)
-            state.cleanedUp()
-        }
+        queue.enqueue { state.runCleanup(error) }
         return state
     }
 
     /// Runs the cleanup handler (on the cleanup queue), then lets the waiters go.
     func runCleanup(_ error: Errno?) {
-        self.cleanupHandler(error)
+        self.cleanup.run(error)
         self.cleanedUp()
     }
 
     /// The cleanup handler has run: the waiters go, and later ones go at once.
     func cleanedUp() {
-        let waiters = self.cleanupWaiters.withLock { waiters in
-            defer { waiters = nil }
-            return waiters ?? []
+        let waiters = self.cleanupWaiters.withLock { state in
+            state.cleanedUp = true
+            return exchange(&state.waiters, with: [])
         }
         for waiter in waiters { waiter() }
     }
@@ -135,9 +158,9 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Calls `waiter` once the cleanup handler has run: at once, on the calling thread, if it
     /// has; else on the cleanup queue, after the handler.
     func whenCleanedUp(_ waiter: @escaping @Sendable () -> Void) {
-        let done = self.cleanupWaiters.withLock { waiters -> Bool in
-            guard waiters != nil else { return true }
-            waiters!.append(waiter)
+        let done = self.cleanupWaiters.withLock { state -> Bool in
+            guard !state.cleanedUp else { return true }
+            state.waiters.append(waiter)
             return false
         }
         if done { waiter() }
@@ -170,12 +193,29 @@ internal final class _ChannelState: @unchecked Sendable {
 
     /// Runs `body` on the entry's ring thread: now when called there, else through the ring's
     /// inbox. Nothing happens for a channel whose creation failed.
+    ///
+    /// A `body` that captures nothing allocates nothing on the ring thread; to hand it a value,
+    /// use ``perform(with:_:)``.
     func perform(_ body: @escaping @Sendable (_ChannelState) -> Void) {
         guard let entry = self.entry else { return }
         if entry.core.isRingThread {
             body(self)
         } else {
             entry.ring.enqueue { body(self) }
+        }
+    }
+
+    /// As ``perform(_:)``, with `value` handed to `body`: a `body` that captures nothing
+    /// then allocates nothing when called on the ring thread (a handler setting a water mark
+    /// or closing its channel), where a closure capturing the value allocated its context
+    /// every time. Another thread pays for one closure, as before.
+    @inline(__always)
+    func perform<Value: Sendable>(with value: Value, _ body: @escaping @Sendable (_ChannelState, Value) -> Void) {
+        guard let entry = self.entry else { return }
+        if entry.core.isRingThread {
+            body(self, value)
+        } else {
+            entry.ring.enqueue { body(self, value) }
         }
     }
 
@@ -382,7 +422,7 @@ internal final class _ChannelState: @unchecked Sendable {
     func requestClose(stop: Bool) {
         self.closeRequested.store(true, ordering: .releasing)
         self.descriptor.store(Self.closedDescriptor, ordering: .releasing)
-        self.perform { state in state.close(stop: stop) }
+        self.perform(with: stop) { state, stop in state.close(stop: stop) }
     }
 
     /// As ``requestClose(stop:)``, then calls `waiter` once the cleanup handler has run (see
@@ -473,8 +513,7 @@ internal final class _ChannelState: @unchecked Sendable {
     /// Called by an operation after its final handler call is on its way.
     func operationFinished(_ operation: _Operation) {
         self.entry?.core.assertOnRingThread()
-        if let index = self.operations.firstIndex(where: { $0 === operation }) {
-            self.operations.remove(at: index)
+        if self.operations.remove(operation) {
             if operation.writeLength > 0 { self.changeQueuedWriteBytes(by: -operation.writeLength) }
         }
         if self.stopWhenWritesFinish && !self.hasPendingWrites {
@@ -510,5 +549,13 @@ internal final class _ChannelState: @unchecked Sendable {
         self.writePool.removeAll()
         self.splicePipe = nil
         entry.channelDone(self)
+    }
+}
+
+/// A channel delivered to its cleanup queue runs its cleanup there (``_DescriptorEntry/runCleanups()``):
+/// no closure per channel. On the cleanup queue, once: the entry delivers each channel once.
+extension _ChannelState: _RingRunnable {
+    func runDelivered() {
+        self.runCleanup(nil)
     }
 }

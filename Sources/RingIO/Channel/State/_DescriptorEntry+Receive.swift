@@ -16,7 +16,7 @@ extension _DescriptorEntry {
 
     /// The read at the head of the read lane, when it reads a stream.
     var readHead: _StreamReadOperation? {
-        self.laneHeads[_Operation.readLane] as? _StreamReadOperation
+        self.lanes[head: _Operation.readLane] as? _StreamReadOperation
     }
 
     /// Moves up to `maximum` bytes of what was received and not yet taken to the caller.
@@ -78,7 +78,7 @@ extension _DescriptorEntry {
     /// The head read finished: the receive stays armed for the next read in the lane, and is
     /// cancelled when there is none (bytes still arriving go to `carry`).
     func readHeadFinished() {
-        if self.lanes[_Operation.readLane].isEmpty { self.cancelReceive() }
+        if self.lanes.withWaiting(_Operation.readLane, { $0.isEmpty }) { self.cancelReceive() }
     }
 
     /// Cancels the armed receive (the head read paused, the lane emptied, the entry is

@@ -46,9 +46,13 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     /// EBADF: every operation on the descriptor ends with it (R65).
     var poison: Errno?
     // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
-    @exclusivity(unchecked) var channels: [_ChannelState] = []
+    @exclusivity(unchecked) var channels = _InlineList<_ChannelState>()
     /// The channels done, whose cleanup handlers run once the entry finishes.
-    var cleanups: [_ChannelState] = []
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see _RingCore).
+    @exclusivity(unchecked) var cleanups = _InlineList<_ChannelState>()
+    /// Where the entry is in its ring's ``_ChannelRing/openEntries``; `nil` when it is not
+    /// there (not attached yet, or finished).
+    var openIndex: Int?
     /// Operations and barriers not yet retired (finished with no syscall in flight).
     var unretired = 0
     var noLiveChannels = false
@@ -58,8 +62,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     var admittedUnfinished = 0
     var barrier: _Barrier?
     @exclusivity(unchecked) var blocked: [_Blocked] = []
-    @exclusivity(unchecked) var lanes: [_FIFO<_Operation>] = [_FIFO(), _FIFO(), _FIFO()]
-    @exclusivity(unchecked) var laneHeads: [_Operation?] = [nil, nil, nil]
+    @exclusivity(unchecked) var lanes = _OperationLanes()
 
     // The receive for stream reads
     /// Bytes received and not yet taken by a read: they belong to the next read (never lost).
@@ -122,7 +125,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     func attach(_ channel: _ChannelState) {
         self.core.assertOnRingThread()
         self.channels.append(channel)
-        if !self.finished { self.channelRing.openEntries[ObjectIdentifier(self)] = self }
+        if !self.finished && self.openIndex == nil { self.channelRing.opened(self) }
     }
 
     /// The ring is exiting with this entry's channels open (``_RingCore``): set once it has
@@ -149,9 +152,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     func channelDone(_ channel: _ChannelState) {
         self.core.assertOnRingThread()
         self.cleanups.append(channel)
-        if let index = self.channels.firstIndex(where: { $0 === channel }) {
-            self.channels.remove(at: index)
-        }
+        self.channels.remove(channel)
         if _DescriptorRegistry.detach(self) {
             self.noLiveChannels = true
         }
@@ -168,7 +169,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         }
         if case .opening = self.openState { return }
         self.finished = true
-        self.channelRing.openEntries[ObjectIdentifier(self)] = nil
+        if self.openIndex != nil { self.channelRing.finished(self) }
         self.awaitingBuffers = false
         if self.path != nil, self.fd >= 0 {
             let fd = self.fd
@@ -181,8 +182,9 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     }
 
     func runCleanups() {
+        // The channel runs its own cleanup where it is delivered: no closure to allocate.
         for channel in self.cleanups {
-            self.core.deliver(on: channel.cleanupQueue) { channel.runCleanup(nil) }
+            self.core.deliver(channel, on: channel.cleanupQueue)
         }
         self.cleanups.removeAll()
     }
@@ -196,8 +198,7 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         precondition(self.core.hasFinished, "RingIO: an entry let go of while its ring runs")
         self.channels.removeAll()
         self.blocked.removeAll()
-        self.lanes = [_FIFO(), _FIFO(), _FIFO()]
-        self.laneHeads = [nil, nil, nil]
+        self.lanes = _OperationLanes()
         self.barrier = nil
         self.openWaiters.removeAll()
     }
@@ -222,11 +223,11 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
             self.start(operation)
             return
         }
-        if self.laneHeads[lane] == nil {
-            self.laneHeads[lane] = operation
+        if self.lanes[head: lane] == nil {
+            self.lanes[head: lane] = operation
             self.start(operation)
         } else {
-            self.lanes[lane].append(operation)
+            self.lanes.withWaiting(lane) { $0.append(operation) }
         }
     }
 
@@ -250,19 +251,23 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
         if operation.admitted {
             self.admittedUnfinished -= 1
             if let lane = operation.lane {
-                if self.laneHeads[lane] === operation {
-                    self.laneHeads[lane] = nil
+                if self.lanes[head: lane] === operation {
+                    self.lanes[head: lane] = nil
                     if lane == _Operation.readLane && self.type.isStreamLike {
                         self.readHeadFinished()
                     }
-                    if let next = self.lanes[lane].popFirst() {
-                        self.laneHeads[lane] = next
+                    if let next = self.lanes.withWaiting(lane, { $0.popFirst() }) {
+                        self.lanes[head: lane] = next
                         self.start(next)
                     }
-                } else if self.lanes[lane].first === operation {
-                    _ = self.lanes[lane].popFirst()  // a write that rode the head's syscall
                 } else {
-                    _ = self.lanes[lane].removeAll(where: { $0 === operation })
+                    self.lanes.withWaiting(lane) { waiting in
+                        if waiting.first === operation {
+                            _ = waiting.popFirst()  // a write that rode the head's syscall
+                        } else {
+                            _ = waiting.removeAll(where: { $0 === operation })
+                        }
+                    }
                 }
             }
         } else {
@@ -289,20 +294,20 @@ internal final class _DescriptorEntry: RingOperationTarget, @unchecked Sendable 
     /// may join the head's syscall.
     var waitingWriteCount: Int {
         self.core.assertOnRingThread()
-        return self.lanes[_Operation.writeLane].count
+        return self.lanes.withWaiting(_Operation.writeLane) { $0.count }
     }
 
     /// The waiting write `index` places behind the head of the write lane (0: next); `nil`
     /// for another kind of operation there (a file send).
     func waitingWrite(at index: Int) -> _WriteOperation? {
         self.core.assertOnRingThread()
-        return self.lanes[_Operation.writeLane][index] as? _WriteOperation
+        return self.lanes.withWaiting(_Operation.writeLane) { $0[index] } as? _WriteOperation
     }
 
     /// The write whose syscall the waiting writes may have joined.
     var writeLaneHead: _WriteOperation? {
         self.core.assertOnRingThread()
-        return self.laneHeads[_Operation.writeLane] as? _WriteOperation
+        return self.lanes[head: _Operation.writeLane] as? _WriteOperation
     }
 
     // MARK: Barriers

@@ -28,7 +28,31 @@ internal enum _DescriptorRegistry {
     /// One shard: entries by descriptor number. Its lock also guards each of its entries'
     /// `liveChannels`.
     private final class Shard: Sendable {
-        let entries = _Lock<[CInt: _DescriptorEntry]>([:])
+        let entries = _Lock(Table())
+    }
+
+    /// A shard's entries by descriptor number: the entry of `fd` at `fd / shardCount` (the
+    /// shard takes the number's low bits). An array, not a dictionary: the kernel hands out
+    /// the lowest free numbers, so they stay small and dense, and finding an entry hashes
+    /// nothing (a dictionary hashed a number four times per connection). It grows to the
+    /// highest number seen, a word per number.
+    private struct Table {
+        private var slots: [_DescriptorEntry?] = []
+
+        subscript(fd: CInt) -> _DescriptorEntry? {
+            get {
+                let index = Int(UInt32(bitPattern: fd)) / _DescriptorRegistry.shardCount
+                return index < self.slots.count ? self.slots[index] : nil
+            }
+            set {
+                let index = Int(UInt32(bitPattern: fd)) / _DescriptorRegistry.shardCount
+                if index >= self.slots.count {
+                    guard newValue != nil else { return }
+                    self.slots.append(contentsOf: repeatElement(nil, count: index + 1 - self.slots.count))
+                }
+                self.slots[index] = newValue
+            }
+        }
     }
 
     private static let shards: [Shard] = (0..<shardCount).map { _ in Shard() }
@@ -46,7 +70,7 @@ internal enum _DescriptorRegistry {
         knownType: _FileType? = nil,
         queue: any IOQueue,
         ring: RingLoop?,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: _ChannelState.Cleanup
     ) -> _ChannelState {
         var chosenRing = ring ?? (queue as? RingLoop)
         var setupError: Errno?
@@ -98,7 +122,7 @@ internal enum _DescriptorRegistry {
         }
         switch lookup {
         case .failure(let error):
-            return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: error, queue: queue, cleanup: cleanup)
         case .success(let entry):
             var base: Int64 = 0
             if kind == .randomAccess {
@@ -111,11 +135,12 @@ internal enum _DescriptorRegistry {
                 entry: entry,
                 creationFailure: nil,
                 cleanupQueue: queue,
-                cleanupHandler: cleanupHandler,
+                cleanup: cleanup,
                 base: base,
                 descriptor: fd
             )
-            state.perform { state in entry.attach(state) }
+            // No capture: nothing to allocate on the ring thread (an accepted connection).
+            state.perform { state in state.entry!.attach(state) }
             return state
         }
     }
@@ -128,7 +153,7 @@ internal enum _DescriptorRegistry {
         permissions: mode_t,
         queue: any IOQueue,
         ring: RingLoop?,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: _ChannelState.Cleanup
     ) -> _ChannelState {
         let type: _FileType
         do throws(Errno) {
@@ -141,22 +166,22 @@ internal enum _DescriptorRegistry {
                 let parentInfo = try? _POSIX.status(ofPath: parent.string, followingLinks: true),
                 _FileType(parentInfo) == .directory
             else {
-                return .failed(kind: kind, error: error, queue: queue, cleanupHandler: cleanupHandler)
+                return .failed(kind: kind, error: error, queue: queue, cleanup: cleanup)
             }
             type = .regular
         }
         if type == .directory {
-            return .failed(kind: kind, error: .isDirectory, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .isDirectory, queue: queue, cleanup: cleanup)
         }
         if kind == .randomAccess && (type == .fifo || type == .socket) {
-            return .failed(kind: kind, error: .illegalSeek, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .illegalSeek, queue: queue, cleanup: cleanup)
         }
         var chosenRing = ring ?? (queue as? RingLoop)
         if chosenRing == nil {
             do throws(RingSetupError) {
                 chosenRing = try RingLoopGroup.shared.next()
             } catch {
-                return .failed(kind: kind, error: error.errno, queue: queue, cleanupHandler: cleanupHandler)
+                return .failed(kind: kind, error: error.errno, queue: queue, cleanup: cleanup)
             }
         }
         let entry = _DescriptorEntry(
@@ -171,11 +196,11 @@ internal enum _DescriptorRegistry {
             entry: entry,
             creationFailure: nil,
             cleanupQueue: queue,
-            cleanupHandler: cleanupHandler,
+            cleanup: cleanup,
             base: 0,
             descriptor: -1
         )
-        state.perform { state in entry.attach(state) }
+        state.perform { state in state.entry!.attach(state) }
         return state
     }
 
@@ -184,18 +209,18 @@ internal enum _DescriptorRegistry {
         kind: IOChannel.Kind,
         from source: _ChannelState,
         queue: any IOQueue,
-        cleanupHandler: @escaping @Sendable (Errno?) -> Void
+        cleanup: _ChannelState.Cleanup
     ) -> _ChannelState {
         guard let entry = source.entry else {
             return .failed(
                 kind: kind,
                 error: source.creationFailure ?? .canceled,
                 queue: queue,
-                cleanupHandler: cleanupHandler
+                cleanup: cleanup
             )
         }
         if source.closeRequested.load(ordering: .acquiring) {
-            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanup: cleanup)
         }
         if let path = entry.path {
             return self.attach(
@@ -205,21 +230,21 @@ internal enum _DescriptorRegistry {
                 permissions: path.permissions,
                 queue: queue,
                 ring: entry.ring,
-                cleanupHandler: cleanupHandler
+                cleanup: cleanup
             )
         }
         // The source's own copy of the number (any thread): the entry's is ring-only. -1 when
         // the source was closed since the check above.
         let fd = source.descriptor.load(ordering: .acquiring)
         guard fd >= 0 else {
-            return .failed(kind: kind, error: .canceled, queue: queue, cleanupHandler: cleanupHandler)
+            return .failed(kind: kind, error: .canceled, queue: queue, cleanup: cleanup)
         }
         return self.attach(
             kind: kind,
             fileDescriptor: fd,
             queue: queue,
             ring: entry.ring,
-            cleanupHandler: cleanupHandler
+            cleanup: cleanup
         )
     }
 

@@ -102,7 +102,7 @@ extension _RingCore {
     /// before it exits.
     func runExitHooks() -> Bool {
         var started = false
-        for local in self.locals.values where local.ringIsExiting() {
+        for (_, local) in self.locals where local.ringIsExiting() {
             started = true
         }
         return started
@@ -114,13 +114,17 @@ extension _RingCore {
     /// channels' open descriptors and budgets), made on first use. It lives as long as the
     /// ring's thread, and is told when the ring exits (``_RingLocal/ringIsExiting()``).
     ///
-    /// - Complexity: A dictionary lookup: take it once per long-lived object, not per operation.
+    /// - Complexity: O(*n*) in the number of layers with state on the ring (one or two: a
+    /// scan of a few words, cheaper than hashing the key); take it once per long-lived
+    /// object (a descriptor entry), not per operation.
     internal func local<Local: _RingLocal>(_ type: Local.Type) -> Local {
         self.assertOnRingThread()
         let key = ObjectIdentifier(type)
-        if let existing = self.locals[key] { return unsafeDowncast(existing, to: Local.self) }
+        for (existingKey, existing) in self.locals where existingKey == key {
+            return unsafeDowncast(existing, to: Local.self)
+        }
         let made = Local(core: self)
-        self.locals[key] = made
+        self.locals.append((key, made))
         return made
     }
 
@@ -227,14 +231,19 @@ extension _RingCore {
         guard let userData = UserData(raw: completion.userData),
             Int(userData.slot) < self.slots.count,
             self.slots[Int(userData.slot)].generation == userData.generation,
-            let target = self.slots[Int(userData.slot)].target
+            self.slots[Int(userData.slot)].target != nil
         else {
             self.counters.staleCompletions.add(1, ordering: .relaxed)
             return
         }
         let context = self.slots[Int(userData.slot)].context
-        if !completion.hasMore {
-            self.slots[Int(userData.slot)].recycle()
+        let target: any RingOperationTarget
+        if completion.hasMore {
+            target = self.slots[Int(userData.slot)].target!
+        } else {
+            // The final completion: the target moves out of the slot, with no retain and
+            // release (most completions are final).
+            target = self.slots[Int(userData.slot)].recycle()!
             self.freeSlots.append(userData.slot)
             self.inFlight -= 1
         }

@@ -136,10 +136,11 @@ internal struct _Slot {
     var target: (any RingOperationTarget)?
     var context: UInt64 = 0
 
-    mutating func recycle() {
+    /// Frees the slot for its next operation; returns the target it let go of.
+    mutating func recycle() -> (any RingOperationTarget)? {
         self.generation = (self.generation &+ 1) & UserData.generationMask
-        self.target = nil
         self.context = 0
+        return self.target.take()
     }
 }
 

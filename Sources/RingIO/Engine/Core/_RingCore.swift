@@ -96,7 +96,9 @@ internal final class _RingCore: @unchecked Sendable {
     let receiveBufferCount: Int
     let receiveBufferSize: Int
     /// The state the layers above keep per ring (``local(_:)``), by type.
-    var locals: [ObjectIdentifier: any _RingLocal] = [:]
+    // @exclusivity(unchecked): ring-thread state, accesses never overlap (see above); read
+    // once per descriptor entry.
+    @exclusivity(unchecked) var locals: [(type: ObjectIdentifier, local: any _RingLocal)] = []
     var cancelAllIssued = false
     /// Operations were submitted after the last cancel-all (while stopping, they need another).
     var submittedSinceCancelAll = false
