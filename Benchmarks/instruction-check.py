@@ -57,6 +57,17 @@ STATIC_FILE = bytes((index * 31 + 7) % 251 for index in range(16384))
 STATIC_REQUEST = b"GET /file-16KiB.bin HTTP/1.1\r\nHost: localhost\r\n\r\n"
 PIPELINE_DEPTH = 16
 
+# http-server's TLS arguments for the HTTPS cases.
+TLS_ARGUMENTS = [
+    "--tls-certificate",
+    "{certificate}",
+    "--tls-key",
+    "{key}",
+    "--tls-ciphersuites",
+    "TLS_AES_128_GCM_SHA256",
+    "--no-tls-session-tickets",
+]
+
 # name: (server product, server arguments, client, operations per exchange[, tolerance in percent])
 #
 # A case with a tolerance of its own overrides --tolerance: the interval case's strict ticks are
@@ -84,40 +95,9 @@ CASES = {
     "http_file16k_keepalive_handlers": ("http-server", ["--api", "handlers", "--root", "{root}"], "file", 1),
     "http_file16k_keepalive_async": ("http-server", ["--api", "async", "--root", "{root}"], "file", 1),
     # HTTPS ({certificate}, {key}: made in --work by openssl), RingTLS in user space.
-    "https_hello_keepalive_handlers": (
-        "http-server",
-        [
-            "--api",
-            "handlers",
-            "--tls-certificate",
-            "{certificate}",
-            "--tls-key",
-            "{key}",
-            "--tls-ciphersuites",
-            "TLS_AES_128_GCM_SHA256",
-            "--no-tls-session-tickets",
-        ],
-        "https",
-        1,
-    ),
+    "https_hello_keepalive_handlers": ("http-server", ["--api", "handlers", *TLS_ARGUMENTS], "https", 1),
     # New HTTPS connections: a full handshake each, counted outside OpenSSL (OUTSIDE_OPENSSL).
-    "https_handshake_handlers": (
-        "http-server",
-        [
-            "--api",
-            "handlers",
-            "--tls-certificate",
-            "{certificate}",
-            "--tls-key",
-            "{key}",
-            "--tls-ciphersuites",
-            "TLS_AES_128_GCM_SHA256",
-            "--no-tls-session-tickets",
-        ],
-        "handshake",
-        1,
-        2.0,
-    ),
+    "https_handshake_handlers": ("http-server", ["--api", "handlers", *TLS_ARGUMENTS], "handshake", 1, 2.0),
     # tcp-proxy forwarding to an echo server ({upstream}: the script's own, not counted).
     "proxy_pingpong64B": ("tcp-proxy", ["--upstream", "{upstream}"], "echo", 1),
     # The benchmarks' UDP echo server on IODatagramChannel.
