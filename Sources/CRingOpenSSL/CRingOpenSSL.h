@@ -106,6 +106,18 @@ static inline size_t CRingOpenSSL_crypto_info_size(const void *info) {
     }
 }
 
+// The control callback of a stream BIO that never hands its keys to the kernel (kTLS off, or
+// unavailable for the socket): OpenSSL asks it about seventy times a handshake (flush, "is
+// this kTLS?"), and here each answer is a few instructions, not a call into Swift. Flushing
+// succeeds (there is no buffer under it: records go to the stream's output as written); no
+// kTLS; every other command is unsupported (0), as BIO_ctrl's callers expect.
+static inline long CRingOpenSSL_BIO_user_space_control(BIO *bio, int command, long argument, void *pointer) {
+    (void)bio;
+    (void)argument;
+    (void)pointer;
+    return command == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
 // TLS_1_3_VERSION is built with the function-like macro TLS_VERSION_NUMBER.
 static const unsigned short CRingOpenSSL_TLS_1_3_VERSION = TLS_1_3_VERSION;
 

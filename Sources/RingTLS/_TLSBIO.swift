@@ -15,17 +15,36 @@ import CRingOpenSSL
 /// The BIO's data pointer is its `_TLSCore`, unretained: the core owns the `SSL` that owns
 /// the BIO, and its deinit clears the pointer before freeing them.
 internal enum _TLSBIO {
-    /// The method table, made once per process and never freed (it is reachable from here).
+    /// The method table of a stream that keeps its keys in user space (kTLS off or
+    /// unavailable for its socket): its controls are answered in C
+    /// (`CRingOpenSSL_BIO_user_space_control`), with no call into Swift. Made once per
+    /// process and never freed (it is reachable from here).
     // nonisolated(unsafe): written once, by the global's thread-safe lazy initialization;
     // OpenSSL only reads a method table.
-    nonisolated(unsafe) static let method: OpaquePointer = {
+    nonisolated(unsafe) static let userSpaceMethod: OpaquePointer = _TLSBIO.makeMethod(
+        "RingTLS stream",
+        control: CRingOpenSSL_BIO_user_space_control
+    )
+
+    /// The method table of a stream whose socket has the kernel's TLS ULP: its controls reach
+    /// the core, which takes the transmit keys when OpenSSL offers them (`BIO_CTRL_SET_KTLS`).
+    // nonisolated(unsafe): as `userSpaceMethod`.
+    nonisolated(unsafe) static let kernelMethod: OpaquePointer = _TLSBIO.makeMethod(
+        "RingTLS stream (kTLS)",
+        control: _TLSBIO.control
+    )
+
+    private static func makeMethod(
+        _ name: String,
+        control: @convention(c) (OpaquePointer?, Int32, Int, UnsafeMutableRawPointer?) -> Int
+    ) -> OpaquePointer {
         let type = BIO_get_new_index() | BIO_TYPE_SOURCE_SINK
-        guard let method = BIO_meth_new(type, "RingTLS stream") else {
+        guard let method = BIO_meth_new(type, name) else {  // OpenSSL copies the name
             fatalError("RingTLS: BIO_meth_new failed (out of memory)")
         }
         _ = BIO_meth_set_write_ex(method, _TLSBIO.write)
         _ = BIO_meth_set_read_ex(method, _TLSBIO.read)
-        _ = BIO_meth_set_ctrl(method, _TLSBIO.control)
+        _ = BIO_meth_set_ctrl(method, control)
         _ = BIO_meth_set_create(method) { bio in
             BIO_set_init(bio, 1)
             return 1
@@ -36,7 +55,7 @@ internal enum _TLSBIO {
             return 1
         }
         return method
-    }()
+    }
 
     /// Runs `body` with the BIO's core, without retaining it (the core is alive: it made the
     /// OpenSSL call this callback runs in); `fallback` when the BIO has no core.
@@ -81,8 +100,8 @@ internal enum _TLSBIO {
             return 0  // with the retry flag: nothing yet; without: the end of the input
         }
 
-    /// The controls OpenSSL asks most (flush, the kTLS queries, several per record) are
-    /// answered here without the core where they can be.
+    /// The kTLS method's controls. Those OpenSSL asks most (flush, the kTLS queries, several
+    /// per record) are answered here without the core where they can be.
     private static let control: @convention(c) (OpaquePointer?, Int32, Int, UnsafeMutableRawPointer?) -> Int = {
         bio,
         command,

@@ -209,14 +209,29 @@ internal final class _TLSCore: @unchecked Sendable {
         guard let ssl = SSL_new(box.ctx) else {
             throw TLSError(.invalidConfiguration, reason: "SSL_new: \(_OpenSSLErrors.drain(or: "out of memory"))")
         }
-        guard let bio = BIO_new(_TLSBIO.method) else {
+        // kTLS: the socket takes the ULP now, and OpenSSL offers the keys after the handshake.
+        var offload = TLSOffload.userSpace("kernel TLS is not enabled in the configuration")
+        let socket = channel.fileDescriptor
+        var kernelCipherTypes: Set<UInt16>? = nil
+        if box.kernelTLS == .whenAvailable {
+            let availability = TLSOffload.kernelAvailability
+            if !availability.hasTLSModule || availability.cipherTypes.isEmpty {
+                offload = .userSpace(availability.reason)
+            } else if let error = _KernelTLSProbe.attachULP(socket) {
+                offload = .userSpace("TCP_ULP \"tls\" on this socket: \(error)")
+            } else {
+                kernelCipherTypes = availability.cipherTypes
+                _ = SSL_set_options(ssl, CRingOpenSSL_OP_ENABLE_KTLS)
+                offload = .userSpace("the handshake has not handed the keys to the kernel (yet)")
+            }
+        }
+        // Only a stream that may hand its keys to the kernel needs its BIO's controls in Swift.
+        guard let bio = BIO_new(kernelCipherTypes == nil ? _TLSBIO.userSpaceMethod : _TLSBIO.kernelMethod) else {
             SSL_free(ssl)
             throw TLSError(.invalidConfiguration, reason: "BIO_new: \(_OpenSSLErrors.drain(or: "out of memory"))")
         }
         // One BIO both ways; the SSL owns it (one reference, taken over) and frees it.
         SSL_set_bio(ssl, bio, bio)
-        var offload = TLSOffload.userSpace("kernel TLS is not enabled in the configuration")
-        let socket = channel.fileDescriptor
         do throws(TLSError) {
             if isServer {
                 SSL_set_accept_state(ssl)
@@ -241,18 +256,9 @@ internal final class _TLSCore: @unchecked Sendable {
         self.socket = socket
         self.context = box
 
-        if box.kernelTLS == .whenAvailable {
-            let availability = TLSOffload.kernelAvailability
-            if !availability.hasTLSModule || availability.cipherTypes.isEmpty {
-                offload = .userSpace(availability.reason)
-            } else if let error = _KernelTLSProbe.attachULP(socket) {
-                offload = .userSpace("TCP_ULP \"tls\" on this socket: \(error)")
-            } else {
-                self.kernelEligible = true
-                self.kernelCipherTypes = availability.cipherTypes
-                _ = SSL_set_options(ssl, CRingOpenSSL_OP_ENABLE_KTLS)
-                offload = .userSpace("the handshake has not handed the keys to the kernel (yet)")
-            }
+        if let kernelCipherTypes {
+            self.kernelEligible = true
+            self.kernelCipherTypes = kernelCipherTypes
         }
         self.published = _TLSLock(Published(handshake: nil, offload: offload))
 
