@@ -210,6 +210,7 @@ internal final class _TLSCore: @unchecked Sendable {
             throw TLSError(.invalidConfiguration, reason: "SSL_new: \(_OpenSSLErrors.drain(or: "out of memory"))")
         }
         // kTLS: the socket takes the ULP now, and OpenSSL offers the keys after the handshake.
+        // A ULP given no keys changes nothing on the socket, should a step below fail.
         var offload = TLSOffload.userSpace("kernel TLS is not enabled in the configuration")
         let socket = channel.fileDescriptor
         var kernelCipherTypes: Set<UInt16>? = nil
