@@ -28,7 +28,7 @@ nonisolated(nonsending) func echoRecordingHops(
     }
 }
 
-@Suite("Where async code on the rings runs", .timeLimit(.minutes(1)))
+@Suite("Where async code on the rings runs", .timeLimit(.minutes(3)))
 struct RingIsolationTests {
     @Test("serve: the handler runs on its connection's ring thread across every await")
     func serveStaysOnTheRing() async throws {
