@@ -78,6 +78,11 @@ private func pingPong(_ fd: CInt, rounds: Int, size: Int) -> Int {
 }
 
 /// An actor that lives on a ring, as the README shows: its jobs run on the ring thread.
+/// How many actor reads have started (``ExecutorTests/shutdownWithSuspendedTasks``).
+private final class ActorReadCount: Sendable {
+    let count = Atomic<Int>(0)
+}
+
 private actor RingLog {
     let ring: RingLoop
     private(set) var entries: [Int] = []
@@ -635,6 +640,7 @@ struct ExecutorTests {
             var pairs: [(local: CInt, peer: CInt)] = []
             var tasks: [Task<[UInt8], any Error>] = []
             var channels: [IOChannel] = []
+            let actorsReading = ActorReadCount()
             for index in 0..<6 {
                 let ring = group.rings[index % 2]
                 let pair = try makeSocketPair()
@@ -659,11 +665,15 @@ struct ExecutorTests {
                     tasks.append(
                         Task(executorPreference: testTaskExecutor) {
                             // An actor on the ring awaiting the channel.
-                            try await Self.readOnActor(log, channel)
+                            try await Self.readOnActor(log, channel, counting: actorsReading)
                         }
                     )
                 }
             }
+            // The actors' tasks start on the tests' executor and hop to their rings: wait until
+            // both have, or a late one would start after the shutdown, off its ring.
+            let actorsStarted = await waitUntil(seconds: 30) { actorsReading.count.load(ordering: .acquiring) == 2 }
+            #expect(actorsStarted, "the actors' reads did not start on their rings")
             // Every task is suspended in its read: the rings have run what the tasks submitted.
             for ring in group.rings {
                 await ringBarrier(ring)
@@ -735,8 +745,13 @@ struct ExecutorTests {
     }
 
     /// Reads on `log`'s ring, isolated to it.
-    private static func readOnActor(_ log: isolated RingLog, _ channel: IOChannel) async throws(Errno) -> [UInt8] {
+    private static func readOnActor(
+        _ log: isolated RingLog,
+        _ channel: IOChannel,
+        counting started: ActorReadCount
+    ) async throws(Errno) -> [UInt8] {
         #expect(log.ring.isCurrentThread, "an actor of the ring off its thread")
+        started.count.add(1, ordering: .releasing)
         return Array(try await channel.read(length: 10))
     }
 
